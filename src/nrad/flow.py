@@ -34,12 +34,14 @@ class Conditioner(nn.Module):
 
     def __init__(self, n_in: int, n_out: int, hidden: int) -> None:
         super().__init__()
+        # skip_init: weights are drawn by _init_weights from the flow's own
+        # generator; nn.Linear's default init would consume torch's global RNG.
         self.net = nn.Sequential(
-            nn.Linear(n_in, hidden),
+            nn.utils.skip_init(nn.Linear, n_in, hidden),
             nn.SiLU(),
-            nn.Linear(hidden, hidden),
+            nn.utils.skip_init(nn.Linear, hidden, hidden),
             nn.SiLU(),
-            nn.Linear(hidden, 2 * n_out),
+            nn.utils.skip_init(nn.Linear, hidden, 2 * n_out),
         )
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:

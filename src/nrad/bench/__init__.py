@@ -1,0 +1,1 @@
+"""Benchmark harness: datasets, the protocol's settings, baselines, runner, summary."""
