@@ -54,3 +54,47 @@ def load_dataset(path: str | Path) -> Dataset:
         raise NradError(f"dataset {path}: X must be 2-D with one label in y per row, got {X.shape}, {y.shape}")
     keep = ~np.isnan(X).any(axis=1)
     return Dataset(dataset_name(path), X[keep], y[keep])
+
+
+#: The 47 classical datasets of ADBench (Han et al., NeurIPS 2022), by file stem.
+ADBENCH_CLASSICAL = (
+    "1_ALOI 2_annthyroid 3_backdoor 4_breastw 5_campaign 6_cardio 7_Cardiotocography 8_celeba "
+    "9_census 10_cover 11_donors 12_fault 13_fraud 14_glass 15_Hepatitis 16_http 17_InternetAds "
+    "18_Ionosphere 19_landsat 20_letter 21_Lymphography 22_magic.gamma 23_mammography 24_mnist "
+    "25_musk 26_optdigits 27_PageBlocks 28_pendigits 29_Pima 30_satellite 31_satimage-2 32_shuttle "
+    "33_skin 34_smtp 35_SpamBase 36_speech 37_Stamps 38_thyroid 39_vertebral 40_vowels 41_Waveform "
+    "42_WBC 43_WDBC 44_Wilt 45_wine 46_WPBC 47_yeast"
+).split()
+#: Where ADBench publishes them.
+ADBENCH_URL = "https://github.com/Minqi824/ADBench/raw/main/adbench/datasets/Classical"
+
+
+def fetch_datasets(
+    to: str | Path, base_url: str = ADBENCH_URL, names: list[str] | None = None, timeout: float = 60.0
+) -> list[Path]:
+    """Download ADBench ``.npz`` files into ``to``; skip files already there.
+
+    Each file is downloaded to a temp name, checked to hold ``X`` and ``y``
+    (loaded without pickle), and only then renamed into place.
+    """
+    import urllib.error
+    import urllib.request
+
+    from nrad.io import atomic_path
+
+    folder = Path(to)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for stem in names or list(ADBENCH_CLASSICAL):
+        target = folder / f"{stem}.npz"
+        if target.exists():
+            continue
+        url = f"{base_url.rstrip('/')}/{stem}.npz"
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as resp, atomic_path(target) as tmp:
+                tmp.write_bytes(resp.read())
+                load_dataset(tmp)
+        except (urllib.error.URLError, OSError) as exc:
+            raise NradError(f"could not download {url}: {exc}. Check the network or pass --base-url.") from exc
+        written.append(target)
+    return written

@@ -38,7 +38,7 @@ REGISTRY: dict[str, Method] = {}
 
 def register(name: str, build: Callable[[int, int], Any], score: str = "decision_function", note: str = "") -> None:
     """Add a method: ``build(seed, n_features)`` returns an unfitted detector with
-    ``fit(X)`` and a ``score`` method giving higher = more anomalous."""
+    ``fit(X, y=None)`` and a ``score`` method giving higher = more anomalous."""
     REGISTRY[name] = Method(name, build, score, note)
 
 

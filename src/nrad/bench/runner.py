@@ -97,10 +97,19 @@ def _repair_tail(out: Path) -> None:
 
 
 def plan(
-    data_dir: str | Path, settings: Iterable[str], methods: Iterable[str], seeds: Iterable[int]
+    data_dir: str | Path,
+    settings: Iterable[str],
+    methods: Iterable[str],
+    seeds: Iterable[int],
+    datasets: Iterable[str] | None = None,
 ) -> list[tuple[Path, RunKey]]:
     """Every run, seed-major (all of seed 0 first), then setting, dataset, method."""
     paths = dataset_paths(data_dir)
+    if datasets is not None:
+        missing = sorted(set(datasets) - set(paths))
+        if missing:
+            raise NradError(f"datasets not in {data_dir}: {', '.join(missing)}")
+        paths = {k: v for k, v in paths.items() if k in set(datasets)}
     settings, methods, seeds = list(settings), list(methods), list(seeds)
     for s in settings:
         if s not in SETTINGS:
@@ -125,12 +134,13 @@ def run_grid(
     jobs: int = 1,
     time_limit: float = 1800.0,
     on_result: Callable[[dict[str, Any]], None] | None = None,
+    datasets: Iterable[str] | None = None,
 ) -> int:
     """Run every missing run of the grid; return how many ran."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     done = completed_keys(out)
-    todo = [(p, k) for p, k in plan(data_dir, settings, methods, seeds) if k not in done]
+    todo = [(p, k) for p, k in plan(data_dir, settings, methods, seeds, datasets) if k not in done]
     threads = max(1, (os.cpu_count() or 1) // max(jobs, 1))
     new_file = not out.exists() or out.stat().st_size == 0
     with out.open("a", newline="") as f:

@@ -1,0 +1,30 @@
+# Two commands a new user needs: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# torch first and pinned: the CPU build of 2.13.0 is what pip finds here;
+# anything else pulls a multi-GB CUDA build.
+TORCH := torch==2.13.0
+
+.PHONY: demo test bench-speed clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet $(TORCH)
+	$(BIN)/pip install --quiet -e ".[test]" $(TORCH)
+	touch $@
+
+demo: $(VENV)/.installed
+	$(BIN)/nrad demo
+
+test: $(VENV)/.installed
+	$(BIN)/python -m pytest
+
+bench-speed: $(VENV)/.installed
+	$(BIN)/python benchmarks/fit_speed.py --data-dir ../shared/datasets/adbench
+
+clean:
+	rm -rf $(VENV) build *.egg-info

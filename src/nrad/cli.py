@@ -1,0 +1,162 @@
+"""The ``nrad`` command line: parse, call one library function, render, exit code.
+
+Heavy imports (torch, pyod, pandas) happen inside the commands so that
+``nrad --help`` is instant.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+app = typer.Typer(help="nrad: noise-robust anomaly detection for tables.", no_args_is_help=True)
+bench_app = typer.Typer(help="Benchmark NRDE against baselines under ../shared/BENCHMARK.md.")
+datasets_app = typer.Typer(help="List or download benchmark datasets.", no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+app.add_typer(datasets_app, name="datasets")
+
+EXIT_BAD_INPUT = 2
+_state = {"debug": False}
+
+
+@app.callback()
+def _main(debug: Annotated[bool, typer.Option(help="Show tracebacks on errors.")] = False) -> None:
+    _state["debug"] = debug
+
+
+def _split_list(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option(help="CSV for the top rows.")] = Path("nrad-demo-top10.csv"),
+    seed: Annotated[int, typer.Option(help="random_state of the fit and of the split.")] = 0,
+) -> None:
+    """Fit NRDE on the bundled ADBench cardio sample and show its most anomalous rows."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from nrad.demo import run_demo
+
+    console = Console()
+    console.print("Fitting NRDE on the bundled [bold]cardio[/] sample (ADBench / UCI Cardiotocography) ...")
+    result = run_demo(out, seed=seed)
+    console.print(
+        f"trained on {result.n_train} normal rows, scored {result.n_test} rows "
+        f"({result.n_anomalies} labelled anomalies), fit {result.fit_seconds:.1f} s"
+    )
+    console.print(f"[bold]AUROC {result.auroc:.3f}[/]   AUPRC {result.auprc:.3f}")
+    table = Table(title="Top 10 most anomalous scored rows")
+    for col in result.top.columns:
+        table.add_column(str(col))
+    for row in result.top.itertuples(index=False):
+        table.add_row(*(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row))
+    console.print(table)
+    console.print(f"written to {out}")
+
+
+@bench_app.callback(invoke_without_command=True)
+def bench(
+    ctx: typer.Context,
+    data_dir: Annotated[Path | None, typer.Option(help="Folder of .npz datasets (X, y).")] = None,
+    settings: Annotated[str, typer.Option(help="Comma-separated settings.")] = "vanilla",
+    methods: Annotated[str, typer.Option(help="Comma-separated registry names.")] = "nrde,vanilla-flow,iforest,knn",
+    seeds: Annotated[str, typer.Option(help="Comma-separated seeds.")] = "0",
+    out: Annotated[Path, typer.Option(help="Runs CSV (appended; re-runs resume).")] = Path("results/runs.csv"),
+    jobs: Annotated[int, typer.Option(help="Runs in parallel worker processes.")] = 1,
+    time_limit: Annotated[float, typer.Option(help="Seconds before a run is killed.")] = 1800.0,
+    datasets: Annotated[str, typer.Option(help="Only these datasets (comma-separated names).")] = "",
+) -> None:
+    """Run every missing (dataset, setting, seed, method) and append it to OUT."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if data_dir is None:
+        raise typer.BadParameter("--data-dir is required", param_hint="--data-dir")
+    from rich.console import Console
+
+    from nrad.bench.runner import run_grid
+
+    console = Console(stderr=True)
+
+    def show(row: dict[str, Any]) -> None:
+        auroc = row.get("auroc")
+        figure = f"AUROC {auroc:.3f}" if isinstance(auroc, float) else row.get("error", "")
+        console.print(f"{row['dataset']:>14} {row['setting']:>22} seed {row['seed']} {row['method']:>12}: "
+                      f"{row['status']} {figure}")
+
+    n = run_grid(
+        data_dir, _split_list(settings), _split_list(methods), [int(s) for s in _split_list(seeds)], out,
+        jobs=jobs, time_limit=time_limit, on_result=show, datasets=_split_list(datasets) or None,
+    )  # fmt: skip
+    console.print(f"{n} runs done; results in {out}")
+
+
+@bench_app.command("report")
+def bench_report(
+    runs: Annotated[Path, typer.Argument(help="Runs CSV written by nrad bench.")],
+    out: Annotated[Path, typer.Option(help="Markdown report to write.")] = Path("results/RESULTS.md"),
+) -> None:
+    """Summarize a runs CSV: per setting mean AUROC/AUPRC, ranks, failures, figures."""
+    from nrad.bench.summary import write_report
+
+    for path in write_report(runs, out):
+        typer.echo(f"wrote {path}")
+
+
+@datasets_app.command("list")
+def datasets_list(data_dir: Annotated[Path, typer.Argument(help="Folder of .npz datasets.")]) -> None:
+    """Show name, rows, columns and anomaly rate of every dataset in DATA_DIR."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from nrad.bench.datasets import dataset_paths, load_dataset
+
+    table = Table(title=str(data_dir))
+    for col in ("name", "n", "d", "anomaly rate"):
+        table.add_column(col)
+    for name, path in dataset_paths(data_dir).items():
+        ds = load_dataset(path)
+        table.add_row(name, str(ds.X.shape[0]), str(ds.X.shape[1]), f"{ds.anomaly_rate:.3f}")
+    Console().print(table)
+
+
+@datasets_app.command("fetch")
+def datasets_fetch(
+    to: Annotated[Path, typer.Option(help="Folder to download into.")],
+    base_url: Annotated[str | None, typer.Option(help="Where the .npz files are served.")] = None,
+    names: Annotated[str, typer.Option(help="Only these file stems, e.g. 6_cardio.")] = "",
+) -> None:
+    """Download the 47 ADBench classical datasets (needs the internet)."""
+    from nrad.bench.datasets import ADBENCH_URL, fetch_datasets
+
+    written = fetch_datasets(to, base_url or ADBENCH_URL, _split_list(names) or None)
+    typer.echo(f"downloaded {len(written)} files into {to}")
+
+
+def main() -> None:
+    """Entry point: run the app; nrad's own errors become a message and exit code 2."""
+    from nrad.errors import NradError
+
+    try:
+        app(standalone_mode=False)
+    except NradError as exc:
+        if _state["debug"]:
+            raise
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    except typer.Abort:
+        typer.echo("aborted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # click usage errors carry their own exit code
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(EXIT_BAD_INPUT)
+        if isinstance(exc, click.exceptions.Exit):
+            sys.exit(exc.exit_code)
+        raise
