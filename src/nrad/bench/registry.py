@@ -140,3 +140,16 @@ register(
     note="PyOD defaults (10 epochs)",
 )
 register("dte-np", lambda seed, d: DTENonParametric(), note="k = 5, as in the paper")
+
+
+def _deep(cls_name: str) -> Callable[[int, int], Any]:
+    def build(seed: int, n_features: int) -> Any:
+        from nrad.bench import deep
+
+        return getattr(deep, cls_name)(random_state=seed)
+
+    return build
+
+
+register("icl", _deep("ICL"), note="own implementation (bench/deep.py), 100 epochs or 3,000 steps")
+register("neutral", _deep("NeuTraLAD"), note="own implementation (bench/deep.py), 100 epochs or 3,000 steps")
