@@ -59,6 +59,96 @@ def demo(
     console.print(f"written to {out}")
 
 
+def _render(outcome: object, top: int = 10) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    scored = outcome.scored
+    console.print(
+        f"{len(scored)} rows scored, [bold]{int(scored['flagged'].sum())} flagged[/] ({outcome.rule})"
+    )
+    if outcome.auroc is not None:
+        console.print(f"AUROC against the label column: {outcome.auroc:.3f}")
+    repaired = {k: v for k, v in outcome.counts.items() if v}
+    if repaired:
+        console.print("repaired: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in repaired.items()))
+    table = Table(title=f"Top {top} rows by anomaly score")
+    shown = scored.sort_values("anomaly_score", ascending=False).head(top).reset_index(names="row")
+    for col in shown.columns:
+        table.add_column(str(col))
+    for row in shown.itertuples(index=False):
+        table.add_row(*(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row))
+    console.print(table)
+    for note in outcome.notes:
+        console.print(f"[yellow]note:[/] {note}")
+    for path in outcome.written:
+        console.print(f"wrote {path}")
+
+
+FdrOpt = Annotated[float | None, typer.Option(help="Flag rows by Benjamini-Hochberg at this FDR (default 0.05).")]
+ContOpt = Annotated[float | None, typer.Option(help="Instead flag this share of rows with the highest scores.")]
+IdOpt = Annotated[str | None, typer.Option(help="Column that identifies rows; kept in the output, not a feature.")]
+IgnoreOpt = Annotated[list[str] | None, typer.Option(help="Column to leave out (repeat for several).")]
+SeedOpt = Annotated[int, typer.Option(help="random_state of the fit.")]
+
+
+@app.command()
+def detect(
+    data: Annotated[Path, typer.Argument(help="CSV or Parquet table to score.")],
+    train: Annotated[Path | None, typer.Option(help="Rows believed normal to fit on (default: DATA itself).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Scores file (.csv or .parquet), input row order.")] = None,
+    report: Annotated[Path | None, typer.Option(help="Self-contained HTML report.")] = None,
+    fdr: FdrOpt = None,
+    contamination: ContOpt = None,
+    save_model: Annotated[Path | None, typer.Option(help="Also save the fitted model (.nrad).")] = None,
+    id_column: IdOpt = None,
+    ignore: IgnoreOpt = None,
+    label_column: Annotated[str | None, typer.Option(help="0/1 labels: left out of the fit, used for ROC/PR.")] = None,
+    seed: SeedOpt = 0,
+) -> None:
+    """Fit NRDE and score DATA: anomaly_score, p_value, flagged, top_features per row."""
+    from nrad.workflow import detect as run
+
+    outcome = run(data, train, out, report, fdr, contamination, save_model, id_column, ignore or [],
+                  label_column, random_state=seed, verbose=True)  # fmt: skip
+    _render(outcome)
+
+
+@app.command()
+def fit(
+    train: Annotated[Path, typer.Argument(help="CSV or Parquet rows believed normal.")],
+    model: Annotated[Path, typer.Option(help="Model file to write (.nrad).")],
+    id_column: IdOpt = None,
+    ignore: IgnoreOpt = None,
+    seed: SeedOpt = 0,
+) -> None:
+    """Fit a model on TRAIN and save it."""
+    from nrad.model_file import save_model
+    from nrad.workflow import fit_model
+
+    fitted = fit_model(train, id_column, ignore or [], random_state=seed, verbose=True)
+    save_model(fitted, model)
+    typer.echo(f"fitted on {fitted.info['n_train_rows']} rows, {fitted.detector.n_features_in_} features; wrote {model}")
+
+
+@app.command()
+def score(
+    data: Annotated[Path, typer.Argument(help="CSV or Parquet table to score.")],
+    model: Annotated[Path, typer.Option(help="Model file written by nrad fit or detect --save-model.")],
+    out: Annotated[Path | None, typer.Option(help="Scores file (.csv or .parquet).")] = None,
+    report: Annotated[Path | None, typer.Option(help="Self-contained HTML report.")] = None,
+    fdr: FdrOpt = None,
+    contamination: ContOpt = None,
+    label_column: Annotated[str | None, typer.Option(help="0/1 labels for ROC/PR (not a feature).")] = None,
+) -> None:
+    """Score DATA with a saved model."""
+    from nrad.workflow import load, score_table
+
+    outcome = score_table(load(model), data, out, report, fdr, contamination, label_column)
+    _render(outcome)
+
+
 @bench_app.callback(invoke_without_command=True)
 def bench(
     ctx: typer.Context,

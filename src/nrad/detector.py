@@ -14,7 +14,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from nrad.errors import FitDivergedError
+from nrad.calibration import conformal_p_values
+from nrad.errors import FitDivergedError, NradError
 from nrad.flow import CouplingFlow, standard_normal_logpdf
 from nrad.jacobian import ima_penalty
 from nrad.preprocess import standardization
@@ -93,6 +94,11 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         Epochs without improvement of the held-out loss before stopping.
     contamination : float, default=0.1
         Expected share of outliers in the training rows; sets ``offset_``.
+    calibration_fraction : float, default=0.0
+        Part of the training rows held out of training entirely and scored
+        afterwards, for conformal p-values (:meth:`p_values`).  ``0``: no
+        calibration rows (all rows train the flow; ``p_values`` then raises).
+        The command line uses 0.2.
     random_state : int, RandomState instance or None, default=None
         Seeds weight init, permutations, batching and column sampling.
     verbose : bool, default=False
@@ -108,6 +114,8 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         Mean log Jacobian column norm of each source over training rows.
     pure_sources_, noise_sources_ : ndarray of int
         Indices of the pure and the noise sources.
+    calibration_scores_ : ndarray
+        Anomaly scores of the calibration rows (empty without them).
     offset_ : float
         ``score_samples`` percentile at ``100 * contamination`` on the
         training rows; ``decision_function = score_samples - offset_``.
@@ -145,6 +153,7 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         "validation_fraction": [Interval(Real, 0, 1, closed="left")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "contamination": [Interval(Real, 0, 0.5, closed="right")],
+        "calibration_fraction": [Interval(Real, 0, 1, closed="left")],
         "random_state": ["random_state"],
         "verbose": ["boolean"],
     }
@@ -167,6 +176,7 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         validation_fraction: float = 0.1,
         n_iter_no_change: int = 10,
         contamination: float = 0.1,
+        calibration_fraction: float = 0.0,
         random_state: Any = None,
         verbose: bool = False,
     ) -> None:
@@ -185,6 +195,7 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
         self.contamination = contamination
+        self.calibration_fraction = calibration_fraction
         self.random_state = random_state
         self.verbose = verbose
 
@@ -204,11 +215,13 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         self._validate_params()
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31 - 1))
+        X, X_calib = _calibration_split(X, self.calibration_fraction, rng)
         self.mean_, self.scale_ = standardization(X)
         Z = torch.as_tensor((X - self.mean_) / self.scale_, dtype=torch.float32)
         self.flow_ = self._train_with_retries(Z, rng).double().eval()
         self._split_sources(Z.double(), rng)
         self.offset_ = float(np.percentile(self.score_samples(X), 100.0 * self.contamination))
+        self.calibration_scores_ = self.anomaly_score(X_calib) if len(X_calib) else np.zeros(0)
         return self
 
     def predict(self, X: Any) -> np.ndarray:
@@ -236,6 +249,46 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         Z = self._standardize(X)
         noise = tuple(int(i) for i in self.noise_sources_)
         return _map_chunks(Z, lambda z: pure_log_density(self.flow_, z, noise))
+
+    def p_values(self, X: Any) -> np.ndarray:
+        """Conformal p-values of each row against the calibration rows.
+
+        Small p-values mean "unlike the normal rows".  Valid when the
+        calibration rows and normal new rows are exchangeable; see
+        :mod:`nrad.calibration`.
+        """
+        check_is_fitted(self)
+        if len(self.calibration_scores_) == 0:
+            raise NradError("p_values needs calibration rows: fit NRDE with calibration_fraction > 0 (e.g. 0.2)")
+        return conformal_p_values(self.calibration_scores_, self.anomaly_score(X))
+
+    def explain(self, X: Any, n_steps: int = 16) -> np.ndarray:
+        """Per-feature contributions to each row's anomaly score.
+
+        Integrated gradients (Sundararajan et al., 2017) of the anomaly score
+        along the straight path from the training mean to the row, in
+        standardized units: contribution ``j`` is
+        ``z_j * mean_t d score / d z_j (t z)``.  The contributions of a row
+        add up to its score minus the score of the training mean, and a
+        change along a noise source contributes nothing (the pure-data score
+        does not move).  See docs/method.md.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features_in_)
+        """
+        Z = self._standardize(X)
+        noise = tuple(int(i) for i in self.noise_sources_)
+        steps = (torch.arange(n_steps, dtype=torch.float64) + 0.5) / n_steps
+        chunk = max(1, SCORE_CHUNK // n_steps)
+        parts = []
+        for start in range(0, Z.shape[0], chunk):
+            z = Z[start : start + chunk]
+            path = (steps[:, None, None] * z[None]).reshape(-1, z.shape[1]).requires_grad_(True)
+            score = -pure_log_density(self.flow_, path, noise)
+            (grad,) = torch.autograd.grad(score.sum(), path)
+            parts.append(grad.reshape(n_steps, *z.shape).mean(dim=0) * z)
+        return torch.cat(parts).detach().numpy()
 
     def transform(self, X: Any) -> np.ndarray:
         """The estimated sources ``s = f(x)`` of each row, shape (n, n_features_in_)."""
@@ -353,6 +406,19 @@ def _map_chunks(Z: torch.Tensor, fn: Any) -> np.ndarray:
     return torch.cat(parts).numpy().astype(np.float64, copy=False)
 
 
+def _calibration_split(
+    X: np.ndarray, fraction: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rows to train on and rows held out for calibration (never trained on)."""
+    n_cal = int(round(fraction * len(X)))
+    if n_cal == 0:
+        return X, X[:0]
+    if len(X) - n_cal < 2:
+        raise NradError(f"calibration_fraction={fraction} leaves fewer than 2 of {len(X)} rows to train on")
+    perm = rng.permutation(len(X))
+    return X[np.sort(perm[n_cal:])], X[np.sort(perm[:n_cal])]
+
+
 def _pca_whitening(Z: np.ndarray, noise: float) -> np.ndarray:
     """PCA whitening ``diag(1/sigma) U^T`` of the (noised) training rows.
 
@@ -385,4 +451,5 @@ def _epochs(n: int, verbose: bool) -> Any:
         return range(n)
     from tqdm.auto import trange
 
-    return trange(n, desc="NRDE fit", unit="epoch", leave=False)
+    # delay: the bar appears only for fits longer than a couple of seconds.
+    return trange(n, desc="NRDE fit", unit="epoch", leave=False, delay=2.0)

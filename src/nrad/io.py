@@ -7,6 +7,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 
 @contextmanager
@@ -26,3 +27,76 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def read_table(path: str | Path) -> Any:
+    """Read a CSV (delimiter sniffed, UTF-8) or Parquet file into a DataFrame.
+
+    Errors name the file and, where known, the line or byte and what to do.
+    """
+    import csv
+
+    import pandas as pd
+
+    from nrad.errors import NradError
+
+    path = Path(path)
+    if not path.exists():
+        raise NradError(f"file {path} does not exist")
+    if path.is_dir() or path.suffix.lower() in (".parquet", ".pq"):
+        return _read_parquet(path)
+    try:
+        head = path.open("rb").read(65536)
+    except OSError as exc:
+        raise NradError(f"cannot read {path}: {exc.strerror}") from exc
+    if not head.strip():
+        raise NradError(f"{path} is empty; give a CSV with a header row and at least one data row")
+    try:
+        sample = head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # not just a multi-byte character cut by the sample
+            raise NradError(
+                f"{path} is not UTF-8 (byte {exc.start} is 0x{head[exc.start]:02x}); re-save it as UTF-8"
+            ) from exc
+        sample = head[: exc.start].decode("utf-8")
+    try:
+        delimiter = csv.Sniffer().sniff(sample.split("\n", 20)[0] + "\n", delimiters=",;\t|").delimiter
+    except csv.Error:
+        delimiter = ","
+    try:
+        return pd.read_csv(path, sep=delimiter, encoding="utf-8", low_memory=False)
+    except UnicodeDecodeError as exc:
+        raise NradError(f"{path} is not UTF-8 (byte {exc.start}); re-save it as UTF-8") from exc
+    except pd.errors.EmptyDataError as exc:
+        raise NradError(f"{path} has no columns; give a CSV with a header row") from exc
+    except pd.errors.ParserError as exc:
+        raise NradError(f"{path} is not a well-formed CSV: {exc}. Check that every row has the header's columns") from exc
+
+
+def _read_parquet(path: Path) -> Any:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from nrad.errors import NradError
+
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise NradError(f"cannot read Parquet {path}: {exc}") from exc
+    nested = [f.name for f in table.schema if pa.types.is_nested(f.type)]
+    if nested:
+        raise NradError(
+            f"{path} has nested columns ({', '.join(nested)}); flatten them or pass --ignore for each"
+        )
+    return table.to_pandas()
+
+
+def write_table(df: Any, path: str | Path) -> Path:
+    """Write a DataFrame as CSV or Parquet (by suffix), atomically."""
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        if path.suffix.lower() in (".parquet", ".pq"):
+            df.to_parquet(tmp, index=False)
+        else:
+            df.to_csv(tmp, index=False)
+    return path

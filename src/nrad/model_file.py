@@ -1,0 +1,187 @@
+"""The ``.nrad`` model file: a zip with a JSON manifest and safetensors tensors.
+
+Never pickle: loading parses JSON and safetensors only, so a file from a
+stranger cannot run code.  Loading refuses anything unexpected: other member
+names (including path-traversal names), declared sizes above the limits,
+members that decompress to more than they declare, another format version,
+tensors whose names, dtypes or shapes do not match the manifest.  Nothing is
+ever extracted to disk.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors.numpy import load as load_tensors
+from safetensors.numpy import save as save_tensors
+
+from nrad import __version__
+from nrad.detector import NRDE
+from nrad.errors import NradError
+from nrad.flow import CouplingFlow
+from nrad.io import atomic_path
+from nrad.preprocess import TableSchema
+from nrad.table import TableModel
+
+FORMAT = "nrad-model"
+FORMAT_VERSION = 1
+MANIFEST, TENSORS = "manifest.json", "tensors.safetensors"
+MAX_MANIFEST_BYTES = 16 * 2**20
+MAX_TENSOR_BYTES = 2 * 2**30
+ARRAYS = ("mean_", "scale_", "source_influence_", "pure_sources_", "noise_sources_", "calibration_scores_")
+
+
+class ModelFileError(NradError):
+    """A model file that cannot be trusted or read."""
+
+
+def save_model(model: TableModel, path: str | Path) -> Path:
+    """Write ``model`` to ``path`` atomically (temp file, then rename)."""
+    det = model.detector
+    tensors = {f"flow.{k}": v.detach().cpu().numpy() for k, v in det.flow_.state_dict().items()}
+    tensors.update({f"detector.{a}": np.asarray(getattr(det, a)) for a in ARRAYS})
+    manifest = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "nrad_version": __version__,
+        "params": _json_params(det.get_params()),
+        "learned": {
+            "offset_": det.offset_,
+            "n_epochs_": det.n_epochs_,
+            "n_features_in_": det.n_features_in_,
+            "has_linear_layer": True,
+        },
+        "schema": model.schema.to_dict(),
+        "id_column": model.id_column,
+        "ignore": model.ignore,
+        "info": model.info,
+        "tensors": {k: {"dtype": str(v.dtype), "shape": list(v.shape)} for k, v in tensors.items()},
+    }
+    path = Path(path)
+    with atomic_path(path) as tmp, zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(MANIFEST, json.dumps(manifest, indent=1, default=_json_default))
+        zf.writestr(TENSORS, save_tensors(tensors))
+    return path
+
+
+def load_model(path: str | Path) -> TableModel:
+    """Read a ``.nrad`` file, refusing anything it does not expect."""
+    path = Path(path)
+    manifest, tensors = _read_members(path)
+    _check_manifest(manifest, tensors, path)
+    try:
+        return _rebuild(manifest, tensors)
+    except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+        raise ModelFileError(f"{path}: the model does not fit together ({exc}); the file is damaged or tampered") from exc
+
+
+def _read_members(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    try:
+        zf = zipfile.ZipFile(path)
+    except FileNotFoundError as exc:
+        raise ModelFileError(f"model file {path} does not exist") from exc
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ModelFileError(f"{path} is not an nrad model file (not a readable zip: {exc}); truncated?") from exc
+    with zf:
+        names = zf.namelist()
+        if sorted(names) != sorted([MANIFEST, TENSORS]):
+            raise ModelFileError(
+                f"{path}: unexpected members {sorted(set(names) - {MANIFEST, TENSORS})} or missing "
+                f"{sorted({MANIFEST, TENSORS} - set(names))}; refusing to load"
+            )
+        raw_manifest = _read_limited(zf, MANIFEST, MAX_MANIFEST_BYTES, path)
+        raw_tensors = _read_limited(zf, TENSORS, MAX_TENSOR_BYTES, path)
+    try:
+        manifest = json.loads(raw_manifest.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelFileError(f"{path}: manifest is not valid JSON ({exc})") from exc
+    try:
+        tensors = load_tensors(raw_tensors)
+    except Exception as exc:  # safetensors raises its own error types
+        raise ModelFileError(f"{path}: tensors are not valid safetensors ({exc})") from exc
+    return manifest, tensors
+
+
+def _read_limited(zf: zipfile.ZipFile, name: str, limit: int, path: Path) -> bytes:
+    info = zf.getinfo(name)
+    if info.file_size > limit:
+        raise ModelFileError(f"{path}: member {name} declares {info.file_size} bytes, above the {limit} limit")
+    try:
+        with zf.open(info) as f:
+            data = f.read(limit + 1)
+    except (zipfile.BadZipFile, OSError, EOFError, zlib_error()) as exc:
+        raise ModelFileError(f"{path}: member {name} is corrupt ({exc}); truncated or tampered file") from exc
+    if len(data) > limit or len(data) != info.file_size:
+        raise ModelFileError(f"{path}: member {name} does not decompress to its declared size")
+    return data
+
+
+def zlib_error() -> type[Exception]:
+    import zlib
+
+    return zlib.error
+
+
+def _check_manifest(manifest: Any, tensors: dict[str, np.ndarray], path: Path) -> None:
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise ModelFileError(f"{path}: not an nrad model manifest")
+    version = manifest.get("format_version")
+    if version != FORMAT_VERSION:
+        raise ModelFileError(
+            f"{path}: model format version {version!r}, this nrad ({__version__}) reads version "
+            f"{FORMAT_VERSION}; refit the model or use the nrad version that wrote it "
+            f"({manifest.get('nrad_version', 'unknown')})"
+        )
+    declared = manifest.get("tensors")
+    if not isinstance(declared, dict) or set(declared) != set(tensors):
+        raise ModelFileError(f"{path}: tensors do not match the manifest's list")
+    for name, spec in declared.items():
+        arr = tensors[name]
+        if list(arr.shape) != list(spec.get("shape", [])) or str(arr.dtype) != spec.get("dtype"):
+            raise ModelFileError(
+                f"{path}: tensor {name} has shape {list(arr.shape)} / {arr.dtype}, "
+                f"manifest says {spec.get('shape')} / {spec.get('dtype')}"
+            )
+
+
+def _rebuild(manifest: dict[str, Any], tensors: dict[str, np.ndarray]) -> TableModel:
+    params = manifest["params"]
+    det = NRDE(**params)
+    learned = manifest["learned"]
+    d = int(learned["n_features_in_"])
+    flow = CouplingFlow(d, int(params["n_transforms"]), int(params["hidden_units"]), np.random.default_rng(0), np.eye(d))
+    state = {k[len("flow.") :]: torch.as_tensor(v) for k, v in tensors.items() if k.startswith("flow.")}
+    flow.load_state_dict(state, strict=True)
+    det.flow_ = flow.double().eval()
+    for a in ARRAYS:
+        setattr(det, a, np.asarray(tensors[f"detector.{a}"]))
+    for a in ("mean_", "scale_"):
+        if getattr(det, a).shape != (d,):
+            raise ValueError(f"{a} has shape {getattr(det, a).shape}, expected ({d},)")
+    det.offset_ = float(learned["offset_"])
+    det.n_epochs_ = int(learned["n_epochs_"])
+    det.n_features_in_ = d
+    schema = TableSchema.from_dict(manifest["schema"])
+    if len(schema.feature_names) != d:
+        raise ValueError(f"schema makes {len(schema.feature_names)} features, detector expects {d}")
+    return TableModel(schema, det, manifest.get("id_column"), list(manifest.get("ignore", [])), manifest.get("info", {}))
+
+
+def _json_params(params: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for k, v in params.items():
+        if isinstance(v, np.random.RandomState):
+            v = None  # a RandomState object cannot travel; the fitted model no longer needs it
+        out[k] = v
+    return out
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    raise TypeError(f"cannot store {type(obj).__name__} in the manifest")

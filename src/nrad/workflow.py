@@ -1,0 +1,155 @@
+"""The command line's three jobs as library functions: detect, fit, score.
+
+Each takes paths and plain options, returns a small result object, and
+writes every output atomically.  Nothing here prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from nrad.calibration import check_level
+from nrad.errors import NradError
+from nrad.io import read_table, write_table
+from nrad.table import TableModel, fit_table
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a run produced."""
+
+    scored: pd.DataFrame
+    counts: dict[str, int]
+    rule: str
+    written: list[Path] = field(default_factory=list)
+    auroc: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _rule(fdr: float | None, contamination: float | None) -> str:
+    if fdr is not None and contamination is not None:
+        raise NradError("give either --fdr or --contamination, not both")
+    if contamination is not None:
+        return f"top {check_level(contamination, 'contamination'):.2%} of scores"
+    return f"Benjamini-Hochberg on conformal p-values, FDR {check_level(0.05 if fdr is None else fdr, 'fdr'):g}"
+
+
+def _bh_power_note(model: TableModel, m: int, fdr: float | None, contamination: float | None) -> list[str]:
+    """Say so when the calibration set is too small for BH to flag a handful of rows.
+
+    The smallest conformal p-value is 1 / (n + 1); BH at level q flags k rows
+    only if that is <= q k / m, i.e. k >= m / (q (n + 1)).
+    """
+    if contamination is not None:
+        return []
+    n = len(model.detector.calibration_scores_)
+    q = 0.05 if fdr is None else fdr
+    k_min = int(np.ceil(m / (q * (n + 1))))
+    if k_min <= 1:
+        return []
+    return [
+        f"With {n} calibration rows the smallest possible p-value is 1/{n + 1}; Benjamini-Hochberg at "
+        f"FDR {q:g} over {m} rows can only flag a group of at least {k_min} rows. To flag a few rows, "
+        "fit on more normal rows (--train) or use --contamination."
+    ]
+
+
+def fit_model(
+    train: str | Path,
+    id_column: str | None = None,
+    ignore: Sequence[str] = (),
+    random_state: int = 0,
+    verbose: bool = False,
+) -> TableModel:
+    """Read TRAIN and fit a table model on it."""
+    df = read_table(train)
+    return fit_table(df, id_column, ignore, random_state=random_state, verbose=verbose, what=str(train))
+
+
+def score_table(
+    model: TableModel,
+    data: str | Path | pd.DataFrame,
+    out: str | Path | None = None,
+    report: str | Path | None = None,
+    fdr: float | None = None,
+    contamination: float | None = None,
+    label_column: str | None = None,
+    notes: Sequence[str] = (),
+) -> Outcome:
+    """Score DATA with ``model``; write scores and the report if asked."""
+    rule = _rule(fdr, contamination)
+    df = read_table(data) if not isinstance(data, pd.DataFrame) else data
+    labels = None
+    if label_column is not None:
+        if label_column not in df.columns:
+            raise NradError(f"{data} has no label column {label_column!r}")
+        labels = pd.to_numeric(df[label_column], errors="coerce").fillna(0).to_numpy().astype(int)
+        df = df.drop(columns=[label_column])
+    scored, counts = model.score(df, fdr=fdr, contamination=contamination, what=str(data))
+    notes = list(notes) + _bh_power_note(model, len(scored), fdr, contamination)
+    written = []
+    if out is not None:
+        written.append(write_table(scored, out))
+    if report is not None:
+        from nrad.report import build_report_data, write_report
+
+        data_obj = build_report_data(model, scored, counts, rule, labels=labels, notes=notes)
+        written.append(write_report(data_obj, report))
+    auroc = None
+    if labels is not None and 0 < labels.sum() < len(labels):
+        from sklearn.metrics import roc_auc_score
+
+        auroc = float(roc_auc_score(labels, scored["anomaly_score"]))
+    return Outcome(scored, counts, rule, written, auroc, notes)
+
+
+def detect(
+    data: str | Path,
+    train: str | Path | None = None,
+    out: str | Path | None = None,
+    report: str | Path | None = None,
+    fdr: float | None = None,
+    contamination: float | None = None,
+    save_model_to: str | Path | None = None,
+    id_column: str | None = None,
+    ignore: Sequence[str] = (),
+    label_column: str | None = None,
+    random_state: int = 0,
+    verbose: bool = False,
+) -> Outcome:
+    """Fit on TRAIN (or on DATA itself: transductive) and score DATA."""
+    _rule(fdr, contamination)  # fail on bad levels before the fit, not after
+    data_df = read_table(data)
+    extra = [label_column] if label_column else []
+    if train is None:
+        train_df = data_df
+        notes = ["Transductive run: fitted and scored on the same rows. The calibration rows may hold "
+                 "anomalies, so p-values and the FDR guarantee are only approximate."]  # fmt: skip
+    else:
+        train_df = read_table(train)
+        notes = []
+    model = fit_table(
+        train_df.drop(columns=[c for c in extra if c in train_df.columns]),
+        id_column, ignore, random_state=random_state, verbose=verbose, what=str(train or data),
+    )  # fmt: skip
+    outcome = score_table(model, data_df, out, report, fdr, contamination, label_column, notes)
+    if save_model_to is not None:
+        from nrad.model_file import save_model
+
+        outcome.written.append(save_model(model, save_model_to))
+    return outcome
+
+
+def load(model_path: str | Path) -> TableModel:
+    from nrad.model_file import load_model
+
+    return load_model(model_path)
+
+
+def flagged_share(outcome: Outcome) -> float:
+    return float(np.mean(outcome.scored["flagged"])) if len(outcome.scored) else 0.0
