@@ -38,7 +38,9 @@ class TableModel:
 
     def features(self, df: pd.DataFrame, what: str = "data") -> tuple[np.ndarray, dict[str, int]]:
         """The float matrix the detector sees (id and ignored columns removed)."""
-        return transform_table(self.schema, _drop(df, self.id_column, self.ignore, what), what)
+        # Ignored columns may be absent at scoring time; the id column may not.
+        present = [c for c in self.ignore if c in df.columns]
+        return transform_table(self.schema, _drop(df, self.id_column, present, what), what)
 
     def score(
         self,

@@ -1,0 +1,58 @@
+"""Conformal p-values and Benjamini-Hochberg: validity, FDR control, levels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nrad import NRDE
+from nrad.calibration import benjamini_hochberg, conformal_p_values, top_fraction
+from nrad.errors import NradError
+
+
+def test_p_value_formula() -> None:
+    calib = np.array([1.0, 2.0, 3.0, 4.0])
+    p = conformal_p_values(calib, np.array([0.0, 2.5, 4.0, 9.0]))
+    np.testing.assert_allclose(p, [5 / 5, 3 / 5, 2 / 5, 1 / 5])
+
+
+@pytest.mark.parametrize("bad", [0.0, 1.0, -0.1, 2.0, float("nan")])
+def test_levels_out_of_range_are_refused(bad: float) -> None:
+    with pytest.raises(NradError, match="between 0 and 1"):
+        benjamini_hochberg(np.array([0.01]), bad)
+    with pytest.raises(NradError, match="between 0 and 1"):
+        top_fraction(np.array([1.0]), bad)
+
+
+def test_p_values_need_calibration_rows() -> None:
+    det = NRDE(max_epochs=2, random_state=0).fit(np.random.default_rng(0).normal(size=(50, 2)))
+    with pytest.raises(NradError, match="calibration_fraction"):
+        det.p_values(np.zeros((1, 2)))
+
+
+def _one_repetition(seed: int, q: float) -> tuple[float, np.ndarray, int]:
+    """Clean training rows, a test set with 10% far anomalies; FDP and normal p-values."""
+    rng = np.random.default_rng(seed)
+    mix = rng.normal(size=(4, 4))
+    train = rng.normal(size=(2500, 4)) @ mix
+    normal = rng.normal(size=(180, 4)) @ mix
+    anomalies = (rng.normal(size=(20, 4)) + 4.0 * rng.choice([-1, 1], size=(20, 4))) @ mix
+    # A short fit: conformal validity does not depend on how good the model is.
+    det = NRDE(max_epochs=3, calibration_fraction=0.4, random_state=seed).fit(train)
+    p = det.p_values(np.vstack([normal, anomalies]))
+    flags = benjamini_hochberg(p, q)
+    false = flags[:180].sum()
+    return false / max(flags.sum(), 1), p[:180], int(flags[180:].sum())
+
+
+def test_bh_controls_fdr_and_normal_p_values_are_uniform() -> None:
+    q = 0.1
+    runs = [_one_repetition(seed, q) for seed in range(12)]
+    fdp = np.array([r[0] for r in runs])
+    # FDR = E[FDP] <= q (BH gives q * m0 / m = 0.09 here); allow 2 standard errors.
+    assert fdp.mean() <= q + 2 * fdp.std(ddof=1) / np.sqrt(len(fdp)), fdp
+    assert np.mean([r[2] for r in runs]) > 10  # and it finds most of the 20 anomalies
+    p_normal = np.concatenate([r[1] for r in runs])
+    for t in (0.1, 0.25, 0.5):
+        # P(p <= t) ~ t for exchangeable rows (1,000 calibration rows: p is nearly continuous).
+        assert abs(np.mean(p_normal <= t) - t) < 0.05, t

@@ -1,0 +1,138 @@
+"""The .nrad model file: round trip, and refusing files from strangers."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from nrad.model_file import MANIFEST, TENSORS, ModelFileError, load_model, save_model
+from nrad.table import TableModel, fit_table
+
+
+@pytest.fixture(scope="module")
+def table() -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    return pd.DataFrame(
+        {"id": np.arange(300), "a": rng.normal(size=300), "b": rng.choice(["x", "y", "z"], 300), "c": rng.normal(size=300)}
+    )
+
+
+@pytest.fixture(scope="module")
+def model(table: pd.DataFrame) -> TableModel:
+    return fit_table(table, id_column="id", max_epochs=5)
+
+
+@pytest.fixture()
+def saved(model: TableModel, tmp_path: Path) -> Path:
+    return save_model(model, tmp_path / "m.nrad")
+
+
+def test_round_trip_gives_identical_scores(model: TableModel, saved: Path, table: pd.DataFrame) -> None:
+    loaded = load_model(saved)
+    a, _ = model.score(table)
+    b, _ = loaded.score(table)
+    pd.testing.assert_frame_equal(a, b)
+    assert zipfile.ZipFile(saved).namelist() == [MANIFEST, TENSORS]
+
+
+def _rewrite(src: Path, dst: Path, members: dict[str, bytes]) -> Path:
+    with zipfile.ZipFile(dst, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return dst
+
+
+def _members(path: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(path) as zf:
+        return {n: zf.read(n) for n in zf.namelist()}
+
+
+class Boom:
+    def __reduce__(self) -> tuple:
+        return (Path("/tmp/nrad-pwned").touch, ())
+
+
+def test_pickle_payload_is_never_unpickled(saved: Path, tmp_path: Path) -> None:
+    members = _members(saved)
+    members[TENSORS] = pickle.dumps(Boom())
+    bad = _rewrite(saved, tmp_path / "bad.nrad", members)
+    with pytest.raises(ModelFileError, match="safetensors"):
+        load_model(bad)
+    assert not Path("/tmp/nrad-pwned").exists()
+    members = _members(saved)
+    members["model.pkl"] = pickle.dumps(Boom())
+    with pytest.raises(ModelFileError, match="unexpected members"):
+        load_model(_rewrite(saved, tmp_path / "bad2.nrad", members))
+
+
+def test_path_traversal_names_are_refused(saved: Path, tmp_path: Path) -> None:
+    members = _members(saved)
+    members["../../evil.json"] = b"{}"
+    before = set(tmp_path.parent.iterdir())
+    with pytest.raises(ModelFileError, match="unexpected members"):
+        load_model(_rewrite(saved, tmp_path / "trav.nrad", members))
+    assert set(tmp_path.parent.iterdir()) == before
+
+
+def test_zip_bomb_is_refused(saved: Path, tmp_path: Path) -> None:
+    members = _members(saved)
+    bomb = tmp_path / "bomb.nrad"
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(MANIFEST, b" " * (64 * 2**20))  # 64 MiB of spaces, a few KiB compressed
+        zf.writestr(TENSORS, members[TENSORS])
+    with pytest.raises(ModelFileError, match="limit"):
+        load_model(bomb)
+
+
+def test_future_version_and_wrong_shapes_are_refused(saved: Path, tmp_path: Path) -> None:
+    members = _members(saved)
+    manifest = json.loads(members[MANIFEST])
+    manifest["format_version"] = 99
+    with pytest.raises(ModelFileError, match="version 99"):
+        load_model(_rewrite(saved, tmp_path / "v.nrad", {**members, MANIFEST: json.dumps(manifest).encode()}))
+    manifest = json.loads(members[MANIFEST])
+    manifest["tensors"]["detector.mean_"]["shape"] = [99]
+    with pytest.raises(ModelFileError, match="detector.mean_"):
+        load_model(_rewrite(saved, tmp_path / "s.nrad", {**members, MANIFEST: json.dumps(manifest).encode()}))
+
+
+def test_truncated_and_garbage_files_are_refused(saved: Path, tmp_path: Path) -> None:
+    data = saved.read_bytes()
+    for i, cut in enumerate([len(data) // 2, 100, 0]):
+        bad = tmp_path / f"t{i}.nrad"
+        bad.write_bytes(data[:cut])
+        with pytest.raises(ModelFileError):
+            load_model(bad)
+    with pytest.raises(ModelFileError, match="does not exist"):
+        load_model(tmp_path / "none.nrad")
+
+
+def test_tampered_tensor_values_that_do_not_fit_are_refused(saved: Path, tmp_path: Path) -> None:
+    from safetensors.numpy import load, save
+
+    members = _members(saved)
+    tensors = load(members[TENSORS])
+    manifest = json.loads(members[MANIFEST])
+    tensors["detector.mean_"] = np.zeros(2)
+    manifest["tensors"]["detector.mean_"]["shape"] = [2]
+    bad = _rewrite(saved, tmp_path / "x.nrad", {MANIFEST: json.dumps(manifest).encode(), TENSORS: save(tensors)})
+    with pytest.raises(ModelFileError, match="does not fit together"):
+        load_model(bad)
+
+
+def test_save_is_atomic(model: TableModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "m.nrad"
+
+    def broken(*args: object) -> bytes:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr("nrad.model_file.save_tensors", broken)
+    with pytest.raises(RuntimeError):
+        save_model(model, target)
+    assert list(tmp_path.iterdir()) == []

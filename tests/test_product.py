@@ -1,0 +1,119 @@
+"""The commands a user touches, on a messy CSV the test writes: detect, fit, score, report."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+NRAD = [sys.executable, "-c", "from nrad.cli import main; main()"]
+
+
+def nrad(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([*NRAD, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=600)
+
+
+def messy_csv(path: Path, n: int = 400, seed: int = 0, sep: str = ",") -> Path:
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame(
+        {
+            "txn_id": [f"t{i:05d}" for i in range(n)],
+            "amount": rng.lognormal(3, 0.5, n).round(2).astype(object),
+            "merchant": rng.choice(["grocer", "fuel", "books", "travel"], n),
+            "when": pd.date_range("2024-03-01", periods=n, freq="37min").astype(str),
+            "channel": "web",
+            "risk": rng.normal(size=n).round(3),
+            "label": 0,
+        }
+    )
+    df.loc[3, "amount"] = "n/a"
+    df.loc[4, "merchant"] = None
+    df.loc[n - 1, ["amount", "risk", "label"]] = [25000.0, 8.0, 1]
+    df.to_csv(path, index=False, sep=sep)
+    return path
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("product")
+    messy_csv(d / "train.csv", seed=1)
+    messy_csv(d / "data.csv", seed=2, sep=";")
+    return d
+
+
+def test_detect_transductive_keeps_order_and_id(workdir: Path) -> None:
+    res = nrad("detect", "data.csv", "--id-column", "txn_id", "--label-column", "label",
+               "--out", "scores.csv", "--contamination", "0.01", cwd=workdir)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    scores = pd.read_csv(workdir / "scores.csv")
+    data = pd.read_csv(workdir / "data.csv", sep=";")
+    assert list(scores.columns) == ["txn_id", "anomaly_score", "p_value", "flagged", "top_features"]
+    assert scores["txn_id"].tolist() == data["txn_id"].tolist()
+    assert scores["flagged"].sum() == 4
+    top = scores.loc[scores["anomaly_score"].idxmax()]
+    assert top["txn_id"] == data["txn_id"].iloc[-1] and top["flagged"]
+    assert top["top_features"].split(";")[0].split(":")[0] in ("amount", "risk")
+
+
+def test_fit_then_score_with_report(workdir: Path) -> None:
+    res = nrad("fit", "train.csv", "--model", "m.nrad", "--id-column", "txn_id", "--ignore", "label", cwd=workdir)
+    assert res.returncode == 0, res.stderr
+    res = nrad("score", "data.csv", "--model", "m.nrad", "--out", "s.parquet", "--report", "report.html",
+               "--label-column", "label", cwd=workdir)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert "AUROC" in res.stdout
+    assert len(pd.read_parquet(workdir / "s.parquet")) == 400
+    html = (workdir / "report.html").read_text()
+    assert 'id="flagged-rows"' in html and "Source influence" in html and "Precision-recall" in html
+    assert "http://" not in html.split("<body>")[1].split("plotly")[0]  # no external resources in the page
+
+
+def test_mismatched_columns_exit_2_and_name_them(workdir: Path) -> None:
+    nrad("fit", "train.csv", "--model", "m2.nrad", "--id-column", "txn_id", cwd=workdir)
+    df = pd.read_csv(workdir / "data.csv", sep=";").drop(columns=["risk"]).assign(extra=1)
+    df.to_csv(workdir / "bad.csv", index=False)
+    res = nrad("score", "bad.csv", "--model", "m2.nrad", cwd=workdir)
+    assert res.returncode == 2
+    assert "missing columns: risk" in res.stderr and "extra columns: extra" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_fdr_and_contamination_together_is_bad_usage(workdir: Path) -> None:
+    res = nrad("detect", "data.csv", "--fdr", "0.1", "--contamination", "0.1", cwd=workdir)
+    assert res.returncode == 2 and "not both" in res.stderr
+
+
+@pytest.mark.skipif(not (shutil.which("chromium") and shutil.which("chromedriver")), reason="needs Debian chromium + chromium-driver (.ci/run installs them)")
+def test_report_renders_in_headless_chromium(workdir: Path) -> None:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+
+    report = workdir / "report2.html"
+    res = nrad("detect", "data.csv", "--train", "train.csv", "--id-column", "txn_id", "--label-column", "label",
+               "--report", report, "--contamination", "0.02", cwd=workdir)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = shutil.which("chromium")
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run", "--window-size=1200,1600"):  # fmt: skip
+        opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
+    try:
+        driver.get(report.resolve().as_uri())
+        rows = driver.find_elements(By.CSS_SELECTOR, "#flagged-rows tr")
+        assert len(rows) >= 2  # header + at least one flagged row
+        assert driver.find_elements(By.CSS_SELECTOR, ".plotly-graph-div")
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert errors == []
+        shot = Path(__file__).resolve().parents[1] / "docs" / "report.png"
+        if shot.parent.exists() and not shot.exists():
+            driver.save_screenshot(str(shot))
+    finally:
+        driver.quit()
