@@ -9,8 +9,10 @@ Column handling (documented in docs/usage.md):
   at least ``NUMERIC_PARSE_SHARE`` of the rows is numeric (the rest, such as
   "n/a", "?" or "1,5", become missing and are counted);
 * boolean: 0 / 1;
-* datetime (dtype, or text that parses as dates): year, month, day,
-  day of week, hour and seconds since 1970;
+* datetime (dtype, or text that parses as dates): month, day, day of week
+  and hour.  Absolute time (year, seconds since 1970) is left out on
+  purpose: data scored later would lie outside the training range and every
+  new row would look anomalous;
 * categorical / text: one-hot when it has at most ``MAX_ONE_HOT`` levels,
   else frequency encoding (share of training rows with that level); levels
   unseen in training become all-zero / frequency 0 and are counted;
@@ -82,7 +84,7 @@ class ColumnPlan:
         return [self.name]
 
 
-DATETIME_PARTS = ("year", "month", "day", "dayofweek", "hour", "epoch_s")
+DATETIME_PARTS = ("month", "day", "dayofweek", "hour")
 
 
 @dataclass
@@ -228,8 +230,8 @@ def _plan_column(name: str, col: pd.Series) -> tuple[ColumnPlan | None, str, int
         kind, values, failures = "numeric", col.astype(float), 0
     elif (dt := _as_datetime(col)) is not None:
         parts = _datetime_parts(dt)
-        if np.nanstd(parts[:, -1]) == 0:
-            return None, "constant", 0
+        if np.all(np.nan_to_num(np.nanstd(parts, axis=0)) == 0):
+            return None, "constant (no variation in month, day, weekday or hour)", 0
         fills = np.nanmedian(parts, axis=0)
         return ColumnPlan(name, "datetime", levels=[repr(float(f)) for f in fills]), "", 0
     else:
@@ -261,8 +263,7 @@ def _categorical_plan(name: str, col: pd.Series) -> tuple[ColumnPlan | None, str
 
 def _datetime_parts(dt: pd.Series) -> np.ndarray:
     dt = pd.to_datetime(dt, utc=True, errors="coerce")
-    epoch = (dt - pd.Timestamp("1970-01-01", tz="UTC")).dt.total_seconds()
-    cols = [dt.dt.year, dt.dt.month, dt.dt.day, dt.dt.dayofweek, dt.dt.hour, epoch]
+    cols = [dt.dt.month, dt.dt.day, dt.dt.dayofweek, dt.dt.hour]
     return np.column_stack([c.astype(float).to_numpy() for c in cols])
 
 

@@ -68,7 +68,7 @@ def _describe(plan: Any) -> str:
     if plan.kind == "frequency":
         return f"categorical, frequency-encoded ({len(plan.levels)} levels)"
     if plan.kind == "datetime":
-        return "datetime, expanded to year/month/day/weekday/hour/epoch"
+        return "datetime, expanded to month/day/weekday/hour"
     if plan.kind == "numeric":
         return f"numeric, missing -> median {plan.fill:.4g}"
     return plan.kind
