@@ -136,3 +136,10 @@ def test_save_is_atomic(model: TableModel, tmp_path: Path, monkeypatch: pytest.M
     with pytest.raises(RuntimeError):
         save_model(model, target)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_polars_frames_give_the_same_scores(model: TableModel, table: pd.DataFrame) -> None:
+    pl = pytest.importorskip("polars")
+    a, _ = model.score(table)
+    b, _ = model.score(pl.from_pandas(table))
+    pd.testing.assert_frame_equal(a, b)

@@ -38,6 +38,7 @@ class TableModel:
 
     def features(self, df: pd.DataFrame, what: str = "data") -> tuple[np.ndarray, dict[str, int]]:
         """The float matrix the detector sees (id and ignored columns removed)."""
+        df = as_pandas(df)
         # Ignored columns may be absent at scoring time; the id column may not.
         present = [c for c in self.ignore if c in df.columns]
         return transform_table(self.schema, _drop(df, self.id_column, present, what), what)
@@ -53,6 +54,7 @@ class TableModel:
         """Score every row; flag by BH at ``fdr`` (default 0.05) or the top ``contamination`` share."""
         if fdr is not None and contamination is not None:
             raise NradError("give either fdr or contamination, not both")
+        df = as_pandas(df)
         X, counts = self.features(df, what)
         scores = self.detector.anomaly_score(X)
         out = pd.DataFrame(index=df.index)
@@ -84,6 +86,15 @@ class TableModel:
         ]
 
 
+def as_pandas(df: Any) -> pd.DataFrame:
+    """Accept pandas or polars (anything with ``to_pandas``) DataFrames."""
+    if isinstance(df, pd.DataFrame):
+        return df
+    if hasattr(df, "to_pandas"):
+        return df.to_pandas()
+    raise NradError(f"expected a pandas or polars DataFrame, got {type(df).__name__}")
+
+
 def _drop(df: pd.DataFrame, id_column: str | None, ignore: Sequence[str], what: str) -> pd.DataFrame:
     wanted = ([id_column] if id_column else []) + list(ignore)
     missing = [c for c in wanted if c not in df.columns]
@@ -102,8 +113,8 @@ def fit_table(
     what: str = "training data",
     **nrde_params: Any,
 ) -> TableModel:
-    """Learn the schema from ``df`` and fit NRDE on it (``calibration_fraction`` held out)."""
-    features = _drop(df, id_column, ignore, what)
+    """Learn the schema from ``df`` (pandas or polars) and fit NRDE on it (``calibration_fraction`` held out)."""
+    features = _drop(as_pandas(df), id_column, ignore, what)
     schema = fit_schema(features)
     X, counts = transform_table(schema, features, what)
     if len(X) < 10:
