@@ -55,3 +55,14 @@ def test_chunked_column_norms_equal_unchunked() -> None:
     torch.testing.assert_close(
         log_column_norms(flow, s, range(7), chunk=2), log_column_norms(flow, s, range(7), chunk=64)
     )
+
+
+def test_probed_column_norms_match_exact() -> None:
+    from nrad.jacobian import probed_log_column_norms
+
+    flow = _flow(6)
+    s = torch.randn(300, 6, dtype=torch.float64)
+    exact = log_column_norms(flow, s, range(6)).mean(0)
+    probed = probed_log_column_norms(flow, s, 64, torch.Generator().manual_seed(0)).mean(0)
+    # log of an averaged chi-square estimate is biased low by ~1/(2 * probes) per row; tolerance covers it.
+    torch.testing.assert_close(probed, exact, atol=0.05, rtol=0)

@@ -91,6 +91,7 @@ ContOpt = Annotated[float | None, typer.Option(help="Instead flag this share of 
 IdOpt = Annotated[str | None, typer.Option(help="Column that identifies rows; kept in the output, not a feature.")]
 IgnoreOpt = Annotated[list[str] | None, typer.Option(help="Column to leave out (repeat for several).")]
 SeedOpt = Annotated[int, typer.Option(help="random_state of the fit.")]
+EpochsOpt = Annotated[int | None, typer.Option(help="Cap on training epochs (default: automatic).")]
 
 
 @app.command()
@@ -106,12 +107,13 @@ def detect(
     ignore: IgnoreOpt = None,
     label_column: Annotated[str | None, typer.Option(help="0/1 labels: left out of the fit, used for ROC/PR.")] = None,
     seed: SeedOpt = 0,
+    max_epochs: EpochsOpt = None,
 ) -> None:
     """Fit NRDE and score DATA: anomaly_score, p_value, flagged, top_features per row."""
     from nrad.workflow import detect as run
 
     outcome = run(data, train, out, report, fdr, contamination, save_model, id_column, ignore or [],
-                  label_column, random_state=seed, verbose=True)  # fmt: skip
+                  label_column, random_state=seed, verbose=True, max_epochs=max_epochs)  # fmt: skip
     _render(outcome)
 
 
@@ -122,12 +124,13 @@ def fit(
     id_column: IdOpt = None,
     ignore: IgnoreOpt = None,
     seed: SeedOpt = 0,
+    max_epochs: EpochsOpt = None,
 ) -> None:
     """Fit a model on TRAIN and save it."""
     from nrad.model_file import save_model
     from nrad.workflow import fit_model
 
-    fitted = fit_model(train, id_column, ignore or [], random_state=seed, verbose=True)
+    fitted = fit_model(train, id_column, ignore or [], random_state=seed, verbose=True, max_epochs=max_epochs)
     save_model(fitted, model)
     typer.echo(f"fitted on {fitted.info['n_train_rows']} rows, {fitted.detector.n_features_in_} features; wrote {model}")
 

@@ -25,8 +25,12 @@ from nrad.sources import pure_log_density, source_influence, split_sources
 #: caller batches its rows.
 SCORE_CHUNK = 8192
 #: Training rows used to measure source influence (a mean; 2,000 rows pin it
-#: down well and keep the d forward-mode passes cheap).
+#: down well), fewer for wide data so rows x d stays near 200,000.
 INFLUENCE_ROWS = 2000
+INFLUENCE_CELLS = 200_000
+#: Standardized inputs are clipped to +-this many training sd when scoring:
+#: rows beyond it score as if they were at it (still extreme, always finite).
+MAX_ABS_Z = 1e4
 #: Gradient steps the automatic epoch count aims at.
 STEP_BUDGET = 2500
 #: The penalty is evaluated on every PENALTY_EVERY-th step, weighted by
@@ -299,13 +303,16 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
     def _standardize(self, X: Any) -> torch.Tensor:
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        return torch.as_tensor((X - self.mean_) / self.scale_, dtype=torch.float64)
+        Z = np.clip((X - self.mean_) / self.scale_, -MAX_ABS_Z, MAX_ABS_Z)
+        return torch.as_tensor(Z, dtype=torch.float64)
 
     def _split_sources(self, Z: torch.Tensor, rng: np.random.Generator) -> None:
-        rows = rng.permutation(Z.shape[0])[:INFLUENCE_ROWS]
+        n_rows = min(INFLUENCE_ROWS, max(50, INFLUENCE_CELLS // Z.shape[1]))
+        rows = rng.permutation(Z.shape[0])[:n_rows]
         with torch.inference_mode():
             s, _ = self.flow_(Z[np.sort(rows)])
-            self.source_influence_ = source_influence(self.flow_, s)
+            gen = torch.Generator().manual_seed(int(rng.integers(2**31 - 1)))
+            self.source_influence_ = source_influence(self.flow_, s, gen)
         split = split_sources(self.source_influence_, self.n_pure_sources, self.split_ratio)
         self.pure_sources_ = np.asarray(split.pure, dtype=np.int64)
         self.noise_sources_ = np.asarray(split.noise, dtype=np.int64)

@@ -187,6 +187,19 @@ class CouplingFlow(nn.Module):
         """Generator ``g(s)`` alone (the function whose Jacobian columns we take)."""
         return self.inverse(s)[0]
 
+    def nonlinear_inverse(self, s: Tensor) -> Tensor:
+        """The coupling part of ``g`` (everything but the data-side linear layer)."""
+        for layer in reversed(self.layers):
+            if isinstance(layer, LULinear):
+                break
+            s, _ = layer.inverse(s)
+        return s
+
+    def linear_inverse(self, h: Tensor) -> Tensor:
+        """The data-side linear part of ``g``; being linear, it is also its own Jacobian action."""
+        first = self.layers[0] if len(self.layers) else None
+        return first.inverse(h)[0] if isinstance(first, LULinear) else h
+
     def log_prob(self, x: Tensor) -> Tensor:
         """Full log density of ``x`` under the flow."""
         s, logdet = self(x)

@@ -63,6 +63,10 @@ def read_table(path: str | Path) -> Any:
         delimiter = csv.Sniffer().sniff(sample.split("\n", 20)[0] + "\n", delimiters=",;\t|").delimiter
     except csv.Error:
         delimiter = ","
+    header = next(csv.reader([sample.split("\n", 1)[0]], delimiter=delimiter), [])
+    dupes = sorted({h for h in header if header.count(h) > 1})
+    if dupes:
+        raise NradError(f"{path} has duplicate column names: {', '.join(dupes)}; rename them")
     try:
         return pd.read_csv(path, sep=delimiter, encoding="utf-8", low_memory=False)
     except UnicodeDecodeError as exc:

@@ -45,9 +45,16 @@ NA_TOKENS = frozenset({"", "na", "n/a", "nan", "null", "none", "?", "-", "--", "
 
 
 def standardization(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Training mean and sd; an sd below ``1e-12 * max(1, |mean|)`` counts as 0 and becomes 1."""
-    mean = X.mean(axis=0)
-    sd = X.std(axis=0)
+    """Training mean and sd; an sd below ``1e-12 * max(1, |mean|)`` counts as 0 and becomes 1.
+
+    Each column is divided by its largest magnitude first, so values near
+    1e300 cannot overflow the sum of squares.
+    """
+    big = np.max(np.abs(X), axis=0) if len(X) else np.ones(X.shape[1])
+    big = np.where(np.isfinite(big) & (big > 0), big, 1.0)
+    scaled = X / big
+    mean = scaled.mean(axis=0) * big
+    sd = scaled.std(axis=0) * big
     sd = np.where(sd < 1e-12 * np.maximum(1.0, np.abs(mean)), 1.0, sd)
     return mean, sd
 

@@ -25,7 +25,7 @@ import torch
 from torch import Tensor
 
 from nrad.flow import CouplingFlow, standard_normal_logpdf
-from nrad.jacobian import log_column_norms
+from nrad.jacobian import log_column_norms, probed_log_column_norms
 
 
 @dataclass(frozen=True)
@@ -36,9 +36,24 @@ class SourceSplit:
     noise: tuple[int, ...]
 
 
-def source_influence(flow: CouplingFlow, s: Tensor) -> np.ndarray:
-    """Mean log column norm of the generator Jacobian per source, over rows ``s``."""
-    log_norms = log_column_norms(flow, s, torch.arange(s.shape[1]))
+#: Above this many sources, influence is estimated from random probes
+#: (PROBES reverse-mode passes) instead of one forward-mode pass per source.
+EXACT_INFLUENCE_MAX_DIM = 128
+PROBES = 64
+
+
+def source_influence(flow: CouplingFlow, s: Tensor, generator: torch.Generator | None = None) -> np.ndarray:
+    """Mean log column norm of the generator Jacobian per source, over rows ``s``.
+
+    Exact (one forward-mode pass per source) up to ``EXACT_INFLUENCE_MAX_DIM``
+    sources; above, estimated with ``PROBES`` random probes for all sources
+    at once (:func:`nrad.jacobian.probed_log_column_norms`).
+    """
+    if s.shape[1] <= EXACT_INFLUENCE_MAX_DIM:
+        log_norms = log_column_norms(flow, s, torch.arange(s.shape[1]))
+    else:
+        gen = generator if generator is not None else torch.Generator().manual_seed(0)
+        log_norms = probed_log_column_norms(flow, s, PROBES, gen)
     return log_norms.mean(dim=0).double().numpy()
 
 

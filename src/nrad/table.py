@@ -22,6 +22,8 @@ from nrad.preprocess import TableSchema, fit_schema, transform_table
 
 #: Training rows held out for conformal calibration by default.
 CALIBRATION_FRACTION = 0.2
+#: Fewest training rows fit_table accepts.
+MIN_ROWS = 10
 #: Features named in ``top_features``.
 TOP_FEATURES = 3
 
@@ -115,10 +117,10 @@ def fit_table(
 ) -> TableModel:
     """Learn the schema from ``df`` (pandas or polars) and fit NRDE on it (``calibration_fraction`` held out)."""
     features = _drop(as_pandas(df), id_column, ignore, what)
+    if 0 < len(features) < MIN_ROWS:
+        raise NradError(f"{what} has {len(features)} rows; NRDE needs at least {MIN_ROWS} to fit")
     schema = fit_schema(features)
     X, counts = transform_table(schema, features, what)
-    if len(X) < 10:
-        raise NradError(f"{what} has {len(X)} rows; NRDE needs at least 10 to fit")
     frac = calibration_fraction if len(X) * calibration_fraction >= 10 else 0.0
     detector = NRDE(random_state=random_state, calibration_fraction=frac, verbose=verbose, **nrde_params).fit(X)
     info = {"n_train_rows": len(X), "preprocess_counts": {**schema.counts, **counts}}

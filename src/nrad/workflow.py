@@ -65,10 +65,13 @@ def fit_model(
     ignore: Sequence[str] = (),
     random_state: int = 0,
     verbose: bool = False,
+    max_epochs: int | None = None,
 ) -> TableModel:
     """Read TRAIN and fit a table model on it."""
     df = read_table(train)
-    return fit_table(df, id_column, ignore, random_state=random_state, verbose=verbose, what=str(train))
+    return fit_table(
+        df, id_column, ignore, random_state=random_state, verbose=verbose, what=str(train), max_epochs=max_epochs
+    )
 
 
 def score_table(
@@ -121,6 +124,7 @@ def detect(
     label_column: str | None = None,
     random_state: int = 0,
     verbose: bool = False,
+    max_epochs: int | None = None,
 ) -> Outcome:
     """Fit on TRAIN (or on DATA itself: transductive) and score DATA."""
     _rule(fdr, contamination)  # fail on bad levels before the fit, not after
@@ -136,6 +140,7 @@ def detect(
     model = fit_table(
         train_df.drop(columns=[c for c in extra if c in train_df.columns]),
         id_column, ignore, random_state=random_state, verbose=verbose, what=str(train or data),
+        max_epochs=max_epochs,
     )  # fmt: skip
     outcome = score_table(model, data_df, out, report, fdr, contamination, label_column, notes)
     if save_model_to is not None:
