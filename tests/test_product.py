@@ -47,7 +47,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_detect_transductive_keeps_order_and_id(workdir: Path) -> None:
-    res = nrad("detect", "data.csv", "--id-column", "txn_id", "--label-column", "label",
+    res = nrad("detect", "data.csv", "--id-column", "txn_id", "--label-column", "label", "--max-epochs", "30",
                "--out", "scores.csv", "--contamination", "0.01", cwd=workdir)  # fmt: skip
     assert res.returncode == 0, res.stderr
     scores = pd.read_csv(workdir / "scores.csv")
@@ -61,7 +61,8 @@ def test_detect_transductive_keeps_order_and_id(workdir: Path) -> None:
 
 
 def test_fit_then_score_with_report(workdir: Path) -> None:
-    res = nrad("fit", "train.csv", "--model", "m.nrad", "--id-column", "txn_id", "--ignore", "label", cwd=workdir)
+    res = nrad("fit", "train.csv", "--model", "m.nrad", "--id-column", "txn_id", "--ignore", "label",
+               "--max-epochs", "30", cwd=workdir)
     assert res.returncode == 0, res.stderr
     res = nrad("score", "data.csv", "--model", "m.nrad", "--out", "s.parquet", "--report", "report.html",
                "--label-column", "label", cwd=workdir)  # fmt: skip
@@ -74,7 +75,7 @@ def test_fit_then_score_with_report(workdir: Path) -> None:
 
 
 def test_mismatched_columns_exit_2_and_name_them(workdir: Path) -> None:
-    nrad("fit", "train.csv", "--model", "m2.nrad", "--id-column", "txn_id", cwd=workdir)
+    nrad("fit", "train.csv", "--model", "m2.nrad", "--id-column", "txn_id", "--max-epochs", "5", cwd=workdir)
     df = pd.read_csv(workdir / "data.csv", sep=";").drop(columns=["risk"]).assign(extra=1)
     df.to_csv(workdir / "bad.csv", index=False)
     res = nrad("score", "bad.csv", "--model", "m2.nrad", cwd=workdir)
@@ -96,6 +97,7 @@ def test_report_renders_in_headless_chromium(workdir: Path) -> None:
 
     report = workdir / "report2.html"
     res = nrad("detect", "data.csv", "--train", "train.csv", "--id-column", "txn_id", "--label-column", "label",
+               "--max-epochs", "30",
                "--report", report, "--contamination", "0.02", cwd=workdir)  # fmt: skip
     assert res.returncode == 0, res.stderr
     opts = webdriver.ChromeOptions()

@@ -85,6 +85,9 @@ def _read_parquet(path: Path) -> Any:
 
     try:
         table = pq.read_table(path)
+        # Full validation checks, among others, that text is valid UTF-8
+        # (the fuzzer found files that fail only later, deep in pandas).
+        table.validate(full=True)
     except (pa.ArrowException, OSError) as exc:
         raise NradError(f"cannot read Parquet {path}: {exc}") from exc
     nested = [f.name for f in table.schema if pa.types.is_nested(f.type)]
@@ -92,7 +95,16 @@ def _read_parquet(path: Path) -> Any:
         raise NradError(
             f"{path} has nested columns ({', '.join(nested)}); flatten them or pass --ignore for each"
         )
-    return table.to_pandas()
+    try:
+        return table.to_pandas()
+    except Exception:  # noqa: BLE001 - damaged pandas metadata surfaces as many error types
+        pass
+    # The fuzzer found files whose pandas metadata (a JSON blob) is damaged
+    # while the columns are fine: read the columns without it.
+    try:
+        return table.replace_schema_metadata(None).to_pandas()
+    except Exception as exc:  # noqa: BLE001
+        raise NradError(f"cannot convert Parquet {path} to a table: {type(exc).__name__}: {exc}") from exc
 
 
 def write_table(df: Any, path: str | Path) -> Path:
