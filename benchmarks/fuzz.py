@@ -52,7 +52,7 @@ def mutate(data: bytes, rng: np.random.Generator, pool: list[bytes]) -> bytes:
         elif op == 2:
             buf[pos:pos] = bytes(rng.integers(0, 256, int(rng.integers(1, 16)), dtype=np.uint8))
         elif op == 3:
-            buf = buf[: pos]
+            buf = buf[:pos]
         else:
             other = pool[int(rng.integers(0, len(pool)))]
             start = int(rng.integers(0, max(len(other), 1)))

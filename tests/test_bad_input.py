@@ -32,7 +32,9 @@ def _csv(text: str | bytes) -> Callable[[Path], Path]:
     return make
 
 
-def _frame(build: Callable[[np.random.Generator], pd.DataFrame], parquet: bool = False) -> Callable[[Path], Path]:
+def _frame(
+    build: Callable[[np.random.Generator], pd.DataFrame], parquet: bool = False
+) -> Callable[[Path], Path]:
     def make(folder: Path) -> Path:
         df = build(np.random.default_rng(0))
         path = folder / ("data.parquet" if parquet else "data.csv")
@@ -49,7 +51,9 @@ def _normal(n: int = 60, d: int = 3) -> Callable[[np.random.Generator], pd.DataF
     return lambda rng: pd.DataFrame(rng.normal(size=(n, d)), columns=[f"c{j}" for j in range(d)])
 
 
-def _with(base: Callable, **edits: Callable[[pd.DataFrame], None]) -> Callable[[np.random.Generator], pd.DataFrame]:
+def _with(
+    base: Callable, **edits: Callable[[pd.DataFrame], None]
+) -> Callable[[np.random.Generator], pd.DataFrame]:
     def build(rng: np.random.Generator) -> pd.DataFrame:
         df = base(rng)
         for edit in edits.values():
@@ -108,7 +112,9 @@ def _run_cli(args: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str]:
 
 
 @pytest.mark.parametrize(("case", "make", "refusal"), CASES, ids=[c[0] for c in CASES])
-def test_data_case(case: str, make: Callable, refusal: str | None, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_data_case(
+    case: str, make: Callable, refusal: str | None, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     path = make(tmp_path)
     out = tmp_path / "scores.csv"
     if refusal is None:
@@ -120,7 +126,9 @@ def test_data_case(case: str, make: Callable, refusal: str | None, tmp_path: Pat
             detect(path, out=out, contamination=0.1, **FAST)
         assert not out.exists()
     out.unlink(missing_ok=True)
-    code, err = _run_cli(["detect", str(path), "--out", str(out), "--contamination", "0.1", "--max-epochs", "2"], capsys)
+    code, err = _run_cli(
+        ["detect", str(path), "--out", str(out), "--contamination", "0.1", "--max-epochs", "2"], capsys
+    )
     assert code == (0 if refusal is None else 2), err
     assert "Traceback" not in err
     if refusal is not None:
@@ -153,7 +161,8 @@ def test_scoring_case(case: str, change: Callable, refusal: str | None, model_an
         assert np.isfinite(outcome.scored["anomaly_score"]).all()
         if case == "reordered columns":
             np.testing.assert_array_equal(
-                outcome.scored["anomaly_score"], score_table(model, df, contamination=0.1).scored["anomaly_score"]
+                outcome.scored["anomaly_score"],
+                score_table(model, df, contamination=0.1).scored["anomaly_score"],
             )
         else:
             assert sum(outcome.counts.values()) > 0  # repaired and counted

@@ -113,7 +113,7 @@ def test_time_limit_really_stops_a_run(tmp_path: Path) -> None:
     from nrad.bench import registry
 
     class Sleeper:
-        def fit(self, X: np.ndarray, y: object = None) -> "Sleeper":
+        def fit(self, X: np.ndarray, y: object = None) -> Sleeper:
             import time
 
             time.sleep(60)

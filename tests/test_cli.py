@@ -21,7 +21,9 @@ def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([*NRAD, *args], capture_output=True, text=True, cwd=cwd, timeout=300)
 
 
-@pytest.mark.parametrize("cmd", [[], ["demo"], ["bench"], ["bench", "report"], ["datasets", "list"], ["datasets", "fetch"]])
+@pytest.mark.parametrize(
+    "cmd", [[], ["demo"], ["bench"], ["bench", "report"], ["datasets", "list"], ["datasets", "fetch"]]
+)
 def test_help_on_every_command(cmd: list[str]) -> None:
     res = run(*cmd, "--help")
     assert res.returncode == 0 and "Usage" in res.stdout

@@ -33,7 +33,9 @@ def test_penalty_is_nonnegative_when_exact_and_zero_for_orthogonal_columns() -> 
     assert (ima_penalty(flow, s, ld, n_columns=4, generator=gen) >= -1e-9).all()
     # A pure linear map W = diag(1/sigma) Q^T has orthogonal generator columns.
     q, _ = np.linalg.qr(np.random.default_rng(1).normal(size=(4, 4)))
-    linear = CouplingFlow(4, 0, 8, np.random.default_rng(0), linear_init=(q / [1.0, 2.0, 3.0, 4.0]).T).double()
+    linear = CouplingFlow(
+        4, 0, 8, np.random.default_rng(0), linear_init=(q / [1.0, 2.0, 3.0, 4.0]).T
+    ).double()
     s, ld = linear(x)
     pen = ima_penalty(linear, s, ld, n_columns=4, generator=gen)
     torch.testing.assert_close(pen, torch.zeros_like(pen), atol=1e-5, rtol=0)

@@ -19,7 +19,12 @@ from nrad.table import TableModel, fit_table
 def table() -> pd.DataFrame:
     rng = np.random.default_rng(0)
     return pd.DataFrame(
-        {"id": np.arange(300), "a": rng.normal(size=300), "b": rng.choice(["x", "y", "z"], 300), "c": rng.normal(size=300)}
+        {
+            "id": np.arange(300),
+            "a": rng.normal(size=300),
+            "b": rng.choice(["x", "y", "z"], 300),
+            "c": rng.normal(size=300),
+        }
     )
 
 
@@ -121,7 +126,9 @@ def test_tampered_tensor_values_that_do_not_fit_are_refused(saved: Path, tmp_pat
     manifest = json.loads(members[MANIFEST])
     tensors["detector.mean_"] = np.zeros(2)
     manifest["tensors"]["detector.mean_"]["shape"] = [2]
-    bad = _rewrite(saved, tmp_path / "x.nrad", {MANIFEST: json.dumps(manifest).encode(), TENSORS: save(tensors)})
+    bad = _rewrite(
+        saved, tmp_path / "x.nrad", {MANIFEST: json.dumps(manifest).encode(), TENSORS: save(tensors)}
+    )
     with pytest.raises(ModelFileError, match="does not fit together"):
         load_model(bad)
 

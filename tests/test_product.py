@@ -61,8 +61,19 @@ def test_detect_transductive_keeps_order_and_id(workdir: Path) -> None:
 
 
 def test_fit_then_score_with_report(workdir: Path) -> None:
-    res = nrad("fit", "train.csv", "--model", "m.nrad", "--id-column", "txn_id", "--ignore", "label",
-               "--max-epochs", "30", cwd=workdir)
+    res = nrad(
+        "fit",
+        "train.csv",
+        "--model",
+        "m.nrad",
+        "--id-column",
+        "txn_id",
+        "--ignore",
+        "label",
+        "--max-epochs",
+        "30",
+        cwd=workdir,
+    )
     assert res.returncode == 0, res.stderr
     res = nrad("score", "data.csv", "--model", "m.nrad", "--out", "s.parquet", "--report", "report.html",
                "--label-column", "label", cwd=workdir)  # fmt: skip
@@ -89,7 +100,10 @@ def test_fdr_and_contamination_together_is_bad_usage(workdir: Path) -> None:
     assert res.returncode == 2 and "not both" in res.stderr
 
 
-@pytest.mark.skipif(not (shutil.which("chromium") and shutil.which("chromedriver")), reason="needs Debian chromium + chromium-driver (.ci/run installs them)")
+@pytest.mark.skipif(
+    not (shutil.which("chromium") and shutil.which("chromedriver")),
+    reason="needs Debian chromium + chromium-driver (.ci/run installs them)",
+)
 def test_report_renders_in_headless_chromium(workdir: Path) -> None:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service

@@ -57,7 +57,9 @@ def test_same_seed_gives_bit_identical_scores_across_processes(tmp_path: Path) -
     "make",
     [
         lambda rng: rng.standard_cauchy(size=(500, 4)),  # heavy tails
-        lambda rng: np.repeat(rng.normal(size=(20, 4)), 25, axis=0) + 1e-9 * rng.normal(size=(500, 4)),  # near-duplicates
+        lambda rng: (
+            np.repeat(rng.normal(size=(20, 4)), 25, axis=0) + 1e-9 * rng.normal(size=(500, 4))
+        ),  # near-duplicates
     ],
     ids=["heavy tails", "near-duplicate rows"],
 )
@@ -88,7 +90,9 @@ def test_divergence_retries_then_raises_clearly(monkeypatch: pytest.MonkeyPatch)
         NRDE(random_state=0, max_epochs=2).fit(X)
 
 
-@pytest.mark.parametrize("path", sorted(Path(__file__).with_name("fuzz_corpus").glob("*")), ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", sorted(Path(__file__).with_name("fuzz_corpus").glob("*")), ids=lambda p: p.name
+)
 def test_fuzz_findings_stay_fixed(path: Path) -> None:
     """Inputs that once crashed the readers (benchmarks/fuzz.py) now load or are refused cleanly."""
     from nrad.errors import NradError

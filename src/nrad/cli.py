@@ -86,9 +86,15 @@ def _render(outcome: object, top: int = 10) -> None:
         console.print(f"wrote {path}")
 
 
-FdrOpt = Annotated[float | None, typer.Option(help="Flag rows by Benjamini-Hochberg at this FDR (default 0.05).")]
-ContOpt = Annotated[float | None, typer.Option(help="Instead flag this share of rows with the highest scores.")]
-IdOpt = Annotated[str | None, typer.Option(help="Column that identifies rows; kept in the output, not a feature.")]
+FdrOpt = Annotated[
+    float | None, typer.Option(help="Flag rows by Benjamini-Hochberg at this FDR (default 0.05).")
+]
+ContOpt = Annotated[
+    float | None, typer.Option(help="Instead flag this share of rows with the highest scores.")
+]
+IdOpt = Annotated[
+    str | None, typer.Option(help="Column that identifies rows; kept in the output, not a feature.")
+]
 IgnoreOpt = Annotated[list[str] | None, typer.Option(help="Column to leave out (repeat for several).")]
 SeedOpt = Annotated[int, typer.Option(help="random_state of the fit.")]
 EpochsOpt = Annotated[int | None, typer.Option(help="Cap on training epochs (default: automatic).")]
@@ -97,7 +103,9 @@ EpochsOpt = Annotated[int | None, typer.Option(help="Cap on training epochs (def
 @app.command()
 def detect(
     data: Annotated[Path, typer.Argument(help="CSV or Parquet table to score.")],
-    train: Annotated[Path | None, typer.Option(help="Rows believed normal to fit on (default: DATA itself).")] = None,
+    train: Annotated[
+        Path | None, typer.Option(help="Rows believed normal to fit on (default: DATA itself).")
+    ] = None,
     out: Annotated[Path | None, typer.Option(help="Scores file (.csv or .parquet), input row order.")] = None,
     report: Annotated[Path | None, typer.Option(help="Self-contained HTML report.")] = None,
     fdr: FdrOpt = None,
@@ -105,7 +113,9 @@ def detect(
     save_model: Annotated[Path | None, typer.Option(help="Also save the fitted model (.nrad).")] = None,
     id_column: IdOpt = None,
     ignore: IgnoreOpt = None,
-    label_column: Annotated[str | None, typer.Option(help="0/1 labels: left out of the fit, used for ROC/PR.")] = None,
+    label_column: Annotated[
+        str | None, typer.Option(help="0/1 labels: left out of the fit, used for ROC/PR.")
+    ] = None,
     seed: SeedOpt = 0,
     max_epochs: EpochsOpt = None,
 ) -> None:
@@ -132,7 +142,10 @@ def fit(
 
     fitted = fit_model(train, id_column, ignore or [], random_state=seed, verbose=True, max_epochs=max_epochs)
     save_model(fitted, model)
-    typer.echo(f"fitted on {fitted.info['n_train_rows']} rows, {fitted.detector.n_features_in_} features; wrote {model}")
+    typer.echo(
+        f"fitted on {fitted.info['n_train_rows']} rows, "
+        f"{fitted.detector.n_features_in_} features; wrote {model}"
+    )
 
 
 @app.command()
@@ -157,9 +170,13 @@ def bench(
     ctx: typer.Context,
     data_dir: Annotated[Path | None, typer.Option(help="Folder of .npz datasets (X, y).")] = None,
     settings: Annotated[str, typer.Option(help="Comma-separated settings.")] = "vanilla",
-    methods: Annotated[str, typer.Option(help="Comma-separated registry names.")] = "nrde,vanilla-flow,iforest,knn",
+    methods: Annotated[
+        str, typer.Option(help="Comma-separated registry names.")
+    ] = "nrde,vanilla-flow,iforest,knn",
     seeds: Annotated[str, typer.Option(help="Comma-separated seeds.")] = "0",
-    out: Annotated[Path, typer.Option(help="Runs CSV (appended; re-runs resume).")] = Path("results/runs.csv"),
+    out: Annotated[Path, typer.Option(help="Runs CSV (appended; re-runs resume).")] = Path(
+        "results/runs.csv"
+    ),
     jobs: Annotated[int, typer.Option(help="Runs in parallel worker processes.")] = 1,
     time_limit: Annotated[float, typer.Option(help="Seconds before a run is killed.")] = 1800.0,
     datasets: Annotated[str, typer.Option(help="Only these datasets (comma-separated names).")] = "",
@@ -178,8 +195,10 @@ def bench(
     def show(row: dict[str, Any]) -> None:
         auroc = row.get("auroc")
         figure = f"AUROC {auroc:.3f}" if isinstance(auroc, float) else row.get("error", "")
-        console.print(f"{row['dataset']:>14} {row['setting']:>22} seed {row['seed']} {row['method']:>12}: "
-                      f"{row['status']} {figure}")
+        console.print(
+            f"{row['dataset']:>14} {row['setting']:>22} seed {row['seed']} {row['method']:>12}: "
+            f"{row['status']} {figure}"
+        )
 
     n = run_grid(
         data_dir, _split_list(settings), _split_list(methods), [int(s) for s in _split_list(seeds)], out,

@@ -263,7 +263,9 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self)
         if len(self.calibration_scores_) == 0:
-            raise NradError("p_values needs calibration rows: fit NRDE with calibration_fraction > 0 (e.g. 0.2)")
+            raise NradError(
+                "p_values needs calibration rows: fit NRDE with calibration_fraction > 0 (e.g. 0.2)"
+            )
         return conformal_p_values(self.calibration_scores_, self.anomaly_score(X))
 
     def explain(self, X: Any, n_steps: int = 16) -> np.ndarray:

@@ -74,7 +74,9 @@ def read_table(path: str | Path) -> Any:
     except pd.errors.EmptyDataError as exc:
         raise NradError(f"{path} has no columns; give a CSV with a header row") from exc
     except pd.errors.ParserError as exc:
-        raise NradError(f"{path} is not a well-formed CSV: {exc}. Check that every row has the header's columns") from exc
+        raise NradError(
+            f"{path} is not a well-formed CSV: {exc}. Check that every row has the header's columns"
+        ) from exc
 
 
 def _read_parquet(path: Path) -> Any:

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-from torch import Tensor
 import torch.autograd.forward_ad as fwAD
+from torch import Tensor
 
 from nrad.flow import CouplingFlow
 
@@ -55,9 +55,7 @@ def generator_columns(flow: CouplingFlow, s: Tensor, index: Sequence[int] | Tens
     return flow.linear_inverse(columns).reshape(k, n, d)
 
 
-def log_column_norms(
-    flow: CouplingFlow, s: Tensor, index: Sequence[int] | Tensor, chunk: int = 64
-) -> Tensor:
+def log_column_norms(flow: CouplingFlow, s: Tensor, index: Sequence[int] | Tensor, chunk: int = 64) -> Tensor:
     """``log ||J_g[:, i]||`` for ``i`` in ``index``; shape ``(n_rows, len(index))``.
 
     Columns are taken ``chunk`` at a time so wide data (d in the thousands)
@@ -73,7 +71,9 @@ def log_column_norms(
     return torch.cat(parts, dim=1)
 
 
-def probed_log_column_norms(flow: CouplingFlow, s: Tensor, n_probes: int, generator: torch.Generator) -> Tensor:
+def probed_log_column_norms(
+    flow: CouplingFlow, s: Tensor, n_probes: int, generator: torch.Generator
+) -> Tensor:
     """Estimate every ``log ||J_g[:, i]||`` at once from random probes; shape ``(n_rows, dim)``.
 
     ``||J_g e_i||^2 = E_v[(v^T J_g e_i)^2]`` for ``v ~ N(0, I)``, and one

@@ -77,7 +77,9 @@ def load_model(path: str | Path) -> TableModel:
     try:
         return _rebuild(manifest, tensors)
     except (KeyError, TypeError, ValueError, RuntimeError) as exc:
-        raise ModelFileError(f"{path}: the model does not fit together ({exc}); the file is damaged or tampered") from exc
+        raise ModelFileError(
+            f"{path}: the model does not fit together ({exc}); the file is damaged or tampered"
+        ) from exc
 
 
 def _read_members(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -86,7 +88,9 @@ def _read_members(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     except FileNotFoundError as exc:
         raise ModelFileError(f"model file {path} does not exist") from exc
     except (zipfile.BadZipFile, OSError) as exc:
-        raise ModelFileError(f"{path} is not an nrad model file (not a readable zip: {exc}); truncated?") from exc
+        raise ModelFileError(
+            f"{path} is not an nrad model file (not a readable zip: {exc}); truncated?"
+        ) from exc
     with zf:
         names = zf.namelist()
         if sorted(names) != sorted([MANIFEST, TENSORS]):
@@ -110,7 +114,9 @@ def _read_members(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
 def _read_limited(zf: zipfile.ZipFile, name: str, limit: int, path: Path) -> bytes:
     info = zf.getinfo(name)
     if info.file_size > limit:
-        raise ModelFileError(f"{path}: member {name} declares {info.file_size} bytes, above the {limit} limit")
+        raise ModelFileError(
+            f"{path}: member {name} declares {info.file_size} bytes, above the {limit} limit"
+        )
     try:
         with zf.open(info) as f:
             data = f.read(limit + 1)
@@ -154,7 +160,9 @@ def _rebuild(manifest: dict[str, Any], tensors: dict[str, np.ndarray]) -> TableM
     det = NRDE(**params)
     learned = manifest["learned"]
     d = int(learned["n_features_in_"])
-    flow = CouplingFlow(d, int(params["n_transforms"]), int(params["hidden_units"]), np.random.default_rng(0), np.eye(d))
+    flow = CouplingFlow(
+        d, int(params["n_transforms"]), int(params["hidden_units"]), np.random.default_rng(0), np.eye(d)
+    )
     state = {k[len("flow.") :]: torch.as_tensor(v) for k, v in tensors.items() if k.startswith("flow.")}
     flow.load_state_dict(state, strict=True)
     det.flow_ = flow.double().eval()
@@ -169,7 +177,9 @@ def _rebuild(manifest: dict[str, Any], tensors: dict[str, np.ndarray]) -> TableM
     schema = TableSchema.from_dict(manifest["schema"])
     if len(schema.feature_names) != d:
         raise ValueError(f"schema makes {len(schema.feature_names)} features, detector expects {d}")
-    return TableModel(schema, det, manifest.get("id_column"), list(manifest.get("ignore", [])), manifest.get("info", {}))
+    return TableModel(
+        schema, det, manifest.get("id_column"), list(manifest.get("ignore", [])), manifest.get("info", {})
+    )
 
 
 def _json_params(params: dict[str, Any]) -> dict[str, Any]:

@@ -126,7 +126,9 @@ class TableSchema:
     def from_dict(cls, data: dict[str, Any]) -> TableSchema:
         try:
             cols = [ColumnPlan(**c) for c in data["columns"]]
-            return cls(cols, dict(data["dropped"]), list(data["input_columns"]), bool(data["add_missing_count"]))
+            return cls(
+                cols, dict(data["dropped"]), list(data["input_columns"]), bool(data["add_missing_count"])
+            )
         except (KeyError, TypeError) as exc:
             raise NradError(f"the model's preprocessing schema is malformed: {exc}") from exc
 
@@ -152,7 +154,9 @@ def fit_schema(df: pd.DataFrame) -> TableSchema:
     return TableSchema(plans, dropped, [str(c) for c in df.columns], counts=counts)
 
 
-def transform_table(schema: TableSchema, df: pd.DataFrame, what: str = "data") -> tuple[np.ndarray, dict[str, int]]:
+def transform_table(
+    schema: TableSchema, df: pd.DataFrame, what: str = "data"
+) -> tuple[np.ndarray, dict[str, int]]:
     """Apply a fitted schema; return the float matrix and counts of what was repaired."""
     _check_table(df, what)
     _check_columns(schema, df, what)

@@ -65,9 +65,7 @@ FLOOR_SPREAD = 2.0
 MIN_NOISE_SOURCES = 2
 
 
-def split_sources(
-    influence: np.ndarray, n_pure_sources: int | str | None, split_ratio: float
-) -> SourceSplit:
+def split_sources(influence: np.ndarray, n_pure_sources: int | str | None, split_ratio: float) -> SourceSplit:
     """Split sources into pure and noise groups from their influences alone.
 
     Parameters

@@ -83,9 +83,7 @@ class TableModel:
         contrib = self.contributions(X)
         values, names = contrib.to_numpy(), np.asarray(contrib.columns)
         order = np.argsort(-np.abs(values), axis=1, kind="stable")[:, :k]
-        return [
-            "; ".join(f"{names[j]}:{values[i, j]:+.2f}" for j in row) for i, row in enumerate(order)
-        ]
+        return ["; ".join(f"{names[j]}:{values[i, j]:+.2f}" for j in row) for i, row in enumerate(order)]
 
 
 def as_pandas(df: Any) -> pd.DataFrame:
@@ -101,7 +99,9 @@ def _drop(df: pd.DataFrame, id_column: str | None, ignore: Sequence[str], what: 
     wanted = ([id_column] if id_column else []) + list(ignore)
     missing = [c for c in wanted if c not in df.columns]
     if missing:
-        raise NradError(f"{what} has no column named {', '.join(map(repr, missing))} (given as id or ignored column)")
+        raise NradError(
+            f"{what} has no column named {', '.join(map(repr, missing))} (given as id or ignored column)"
+        )
     return df.drop(columns=wanted)
 
 
@@ -115,13 +115,19 @@ def fit_table(
     what: str = "training data",
     **nrde_params: Any,
 ) -> TableModel:
-    """Learn the schema from ``df`` (pandas or polars) and fit NRDE on it (``calibration_fraction`` held out)."""
+    """Learn the schema from ``df`` (pandas or polars) and fit NRDE on it.
+
+    ``calibration_fraction`` of the rows is held out for conformal p-values
+    (skipped when that would be fewer than 10 rows).
+    """
     features = _drop(as_pandas(df), id_column, ignore, what)
     if 0 < len(features) < MIN_ROWS:
         raise NradError(f"{what} has {len(features)} rows; NRDE needs at least {MIN_ROWS} to fit")
     schema = fit_schema(features)
     X, counts = transform_table(schema, features, what)
     frac = calibration_fraction if len(X) * calibration_fraction >= 10 else 0.0
-    detector = NRDE(random_state=random_state, calibration_fraction=frac, verbose=verbose, **nrde_params).fit(X)
+    detector = NRDE(random_state=random_state, calibration_fraction=frac, verbose=verbose, **nrde_params).fit(
+        X
+    )
     info = {"n_train_rows": len(X), "preprocess_counts": {**schema.counts, **counts}}
     return TableModel(schema, detector, id_column, list(ignore), info)

@@ -36,7 +36,9 @@ def _rule(fdr: float | None, contamination: float | None) -> str:
         raise NradError("give either --fdr or --contamination, not both")
     if contamination is not None:
         return f"top {check_level(contamination, 'contamination'):.2%} of scores"
-    return f"Benjamini-Hochberg on conformal p-values, FDR {check_level(0.05 if fdr is None else fdr, 'fdr'):g}"
+    return (
+        f"Benjamini-Hochberg on conformal p-values, FDR {check_level(0.05 if fdr is None else fdr, 'fdr'):g}"
+    )
 
 
 def _bh_power_note(model: TableModel, m: int, fdr: float | None, contamination: float | None) -> list[str]:
@@ -70,7 +72,13 @@ def fit_model(
     """Read TRAIN and fit a table model on it."""
     df = read_table(train)
     return fit_table(
-        df, id_column, ignore, random_state=random_state, verbose=verbose, what=str(train), max_epochs=max_epochs
+        df,
+        id_column,
+        ignore,
+        random_state=random_state,
+        verbose=verbose,
+        what=str(train),
+        max_epochs=max_epochs,
     )
 
 

@@ -49,9 +49,13 @@ def load_dataset(path: str | Path) -> Dataset:
             X = np.asarray(f["X"], dtype=np.float64)
             y = np.asarray(f["y"]).astype(int).ravel()
     except (OSError, KeyError, ValueError) as exc:
-        raise NradError(f"cannot read dataset {path}: {exc}. It must be an .npz with arrays X and y.") from exc
+        raise NradError(
+            f"cannot read dataset {path}: {exc}. It must be an .npz with arrays X and y."
+        ) from exc
     if X.ndim != 2 or len(X) != len(y):
-        raise NradError(f"dataset {path}: X must be 2-D with one label in y per row, got {X.shape}, {y.shape}")
+        raise NradError(
+            f"dataset {path}: X must be 2-D with one label in y per row, got {X.shape}, {y.shape}"
+        )
     keep = ~np.isnan(X).any(axis=1)
     return Dataset(dataset_name(path), X[keep], y[keep])
 
@@ -95,6 +99,8 @@ def fetch_datasets(
                 tmp.write_bytes(resp.read())
                 load_dataset(tmp)
         except (urllib.error.URLError, OSError) as exc:
-            raise NradError(f"could not download {url}: {exc}. Check the network or pass --base-url.") from exc
+            raise NradError(
+                f"could not download {url}: {exc}. Check the network or pass --base-url."
+            ) from exc
         written.append(target)
     return written

@@ -52,7 +52,9 @@ def _mlp(
 class _ContrastiveDetector:
     """Shared fit / score loop: minibatch Adam on a per-row loss."""
 
-    def __init__(self, epochs: int = EPOCHS, batch_size: int = 64, lr: float = 1e-3, random_state: int = 0) -> None:
+    def __init__(
+        self, epochs: int = EPOCHS, batch_size: int = 64, lr: float = 1e-3, random_state: int = 0
+    ) -> None:
         self.epochs = epochs
         self.batch_size = batch_size
         self.lr = lr

@@ -36,7 +36,9 @@ class Method:
 REGISTRY: dict[str, Method] = {}
 
 
-def register(name: str, build: Callable[[int, int], Any], score: str = "decision_function", note: str = "") -> None:
+def register(
+    name: str, build: Callable[[int, int], Any], score: str = "decision_function", note: str = ""
+) -> None:
     """Add a method: ``build(seed, n_features)`` returns an unfitted detector with
     ``fit(X, y=None)`` and a ``score`` method giving higher = more anomalous."""
     REGISTRY[name] = Method(name, build, score, note)

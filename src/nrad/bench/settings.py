@@ -50,7 +50,9 @@ def subsample(data: Dataset, seed: int) -> Dataset:
     if len(data.y) <= MAX_ROWS:
         return data
     stratify = data.y if 0 < data.y.sum() < len(data.y) and min(np.bincount(data.y)) >= 2 else None
-    idx, _ = train_test_split(np.arange(len(data.y)), train_size=MAX_ROWS, stratify=stratify, random_state=seed)
+    idx, _ = train_test_split(
+        np.arange(len(data.y)), train_size=MAX_ROWS, stratify=stratify, random_state=seed
+    )
     idx = np.sort(idx)
     return Dataset(data.name, data.X[idx], data.y[idx])
 

@@ -21,9 +21,11 @@ def load_runs(path: str | Path) -> pd.DataFrame:
 def per_dataset(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
     """Mean over seeds per (setting, dataset, method); NaN where any seed failed."""
     ok = runs.assign(value=runs[metric].where(runs["status"] == "ok"))
-    return ok.groupby(["setting", "dataset", "method"])["value"].agg(
-        lambda v: v.mean() if v.notna().all() else np.nan
-    ).unstack("method")
+    return (
+        ok.groupby(["setting", "dataset", "method"])["value"]
+        .agg(lambda v: v.mean() if v.notna().all() else np.nan)
+        .unstack("method")
+    )
 
 
 def average_ranks(table: pd.DataFrame) -> pd.Series:
@@ -74,7 +76,12 @@ def write_report(runs_csv: str | Path, out_md: str | Path) -> list[Path]:
         lines += [f"### AUROC per dataset: {setting}", "", _markdown(auroc.round(3)), ""]
     failures = runs[runs["status"] != "ok"]
     if len(failures):
-        lines += ["## Failures", "", _markdown(failures[["dataset", "setting", "seed", "method", "status", "error"]]), ""]
+        lines += [
+            "## Failures",
+            "",
+            _markdown(failures[["dataset", "setting", "seed", "method", "status", "error"]]),
+            "",
+        ]
     figures = [_rank_figure(runs, settings, out_md.with_name("ranks.png"))]
     noise_fig = _noise_figure(runs, out_md.with_name("noise.png"))
     if noise_fig:
@@ -89,7 +96,10 @@ def _markdown(df: pd.DataFrame) -> str:
     df = df.reset_index() if df.index.name or not isinstance(df.index, pd.RangeIndex) else df
     header = "| " + " | ".join(map(str, df.columns)) + " |"
     sep = "|" + "---|" * len(df.columns)
-    rows = ["| " + " | ".join("" if pd.isna(v) else str(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    rows = [
+        "| " + " | ".join("" if pd.isna(v) else str(v) for v in row) + " |"
+        for row in df.itertuples(index=False)
+    ]
     return "\n".join([header, sep, *rows])
 
 
@@ -125,7 +135,12 @@ def _noise_figure(runs: pd.DataFrame, path: Path) -> Path | None:
     means = {s: per_dataset(runs[runs["setting"] == s], "auroc").loc[s].mean(axis=0) for s in present}
     fig, ax = plt.subplots(figsize=(6, 4))
     for method in pd.DataFrame(means).index:
-        ax.plot([levels[s] for s in present], [means[s].get(method, np.nan) for s in present], marker="o", label=method)
+        ax.plot(
+            [levels[s] for s in present],
+            [means[s].get(method, np.nan) for s in present],
+            marker="o",
+            label=method,
+        )
     ax.set_xlabel("Gaussian noise level s (x feature sd)")
     ax.set_ylabel("mean AUROC")
     ax.legend(fontsize=7, ncol=2)

@@ -29,7 +29,9 @@ def figures(d: ReportData) -> dict[str, str]:
 
     hist = go.Figure(go.Histogram(x=d.scores, nbinsx=60, name="rows"))
     if d.threshold is not None:
-        hist.add_vline(x=d.threshold, line_dash="dash", line_color="crimson", annotation_text="flag threshold")
+        hist.add_vline(
+            x=d.threshold, line_dash="dash", line_color="crimson", annotation_text="flag threshold"
+        )
     hist.update_layout(title="Anomaly score distribution", xaxis_title="anomaly score", yaxis_title="rows")
     colors = ["#999" if i in d.noise_sources else "#1f77b4" for i in range(len(d.influence))]
     order = np.argsort(-d.influence)
