@@ -65,7 +65,13 @@ def write_report(runs_csv: str | Path, out_md: str | Path) -> list[Path]:
         f"({(runs['status'] == 'ok').sum()} ok, {(runs['status'] == 'failed').sum()} failed, "
         f"{(runs['status'] == 'timeout').sum()} timed out). Protocol: ../shared/BENCHMARK.md. "
         "A figure per dataset is the mean over the seeds run; a failed or timed-out run gives "
-        "that dataset the method's worst rank and no AUROC.",
+        "that dataset the method's worst rank and no AUROC, and mean AUROC / AUPRC are over the "
+        "datasets the method completed (see `failed`). Fit seconds come from parallel workers and "
+        "compare only as ratios within this file.",
+        "",
+        "## Methods",
+        "",
+        *_method_notes(sorted(set(runs["method"]))),
         "",
     ]
     for setting in settings:
@@ -90,6 +96,12 @@ def write_report(runs_csv: str | Path, out_md: str | Path) -> list[Path]:
     with atomic_path(out_md) as tmp:
         tmp.write_text("\n".join(lines))
     return [out_md, *figures]
+
+
+def _method_notes(methods: list[str]) -> list[str]:
+    from nrad.bench.registry import REGISTRY
+
+    return [f"- `{m}`: {REGISTRY[m].note if m in REGISTRY else 'not in this registry'}" for m in methods]
 
 
 def _markdown(df: pd.DataFrame) -> str:
