@@ -46,7 +46,8 @@ def read_table(path: str | Path) -> Any:
     if path.is_dir() or path.suffix.lower() in (".parquet", ".pq"):
         return _read_parquet(path)
     try:
-        head = path.open("rb").read(65536)
+        with path.open("rb") as f:
+            head = f.read(65536)
     except OSError as exc:
         raise NradError(f"cannot read {path}: {exc.strerror}") from exc
     if not head.strip():

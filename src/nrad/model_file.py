@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -120,17 +121,11 @@ def _read_limited(zf: zipfile.ZipFile, name: str, limit: int, path: Path) -> byt
     try:
         with zf.open(info) as f:
             data = f.read(limit + 1)
-    except (zipfile.BadZipFile, OSError, EOFError, zlib_error()) as exc:
+    except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as exc:
         raise ModelFileError(f"{path}: member {name} is corrupt ({exc}); truncated or tampered file") from exc
     if len(data) > limit or len(data) != info.file_size:
         raise ModelFileError(f"{path}: member {name} does not decompress to its declared size")
     return data
-
-
-def zlib_error() -> type[Exception]:
-    import zlib
-
-    return zlib.error
 
 
 def _check_manifest(manifest: Any, tensors: dict[str, np.ndarray], path: Path) -> None:

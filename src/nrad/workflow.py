@@ -159,10 +159,7 @@ def detect(
 
 
 def load(model_path: str | Path) -> TableModel:
+    """Load a ``.nrad`` model file (lazily imported: it pulls in safetensors)."""
     from nrad.model_file import load_model
 
     return load_model(model_path)
-
-
-def flagged_share(outcome: Outcome) -> float:
-    return float(np.mean(outcome.scored["flagged"])) if len(outcome.scored) else 0.0
