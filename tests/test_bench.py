@@ -144,3 +144,50 @@ def test_load_dataset_drops_nan_rows(tmp_path: Path) -> None:
     np.savez(tmp_path / "3_nan.npz", X=X, y=np.array([0, 1, 0, 1]))
     data = load_dataset(tmp_path / "3_nan.npz")
     assert data.name == "nan" and data.X.shape == (3, 2) and data.X.dtype == np.float64
+
+
+def test_report_leaves_out_methods_still_missing_runs() -> None:
+    import pandas as pd
+
+    from nrad.bench.summary import complete_view, setting_summary
+
+    rows = [
+        {
+            "dataset": d,
+            "setting": "vanilla",
+            "seed": 0,
+            "method": m,
+            "auroc": a,
+            "auprc": a,
+            "fit_s": 1.0,
+            "status": "ok",
+        }
+        for d in ("a", "b")
+        for m, a in (("x", 0.9), ("y", 0.8))
+    ] + [
+        {
+            "dataset": "a",
+            "setting": "vanilla",
+            "seed": 0,
+            "method": "z",
+            "auroc": 1.0,
+            "auprc": 1.0,
+            "fit_s": 1.0,
+            "status": "ok",
+        },
+        {
+            "dataset": "a",
+            "setting": "vanilla",
+            "seed": 1,
+            "method": "x",
+            "auroc": 0.1,
+            "auprc": 0.1,
+            "fit_s": 1.0,
+            "status": "ok",
+        },
+    ]
+    runs = pd.DataFrame(rows)
+    sub, left_out = complete_view(runs, "vanilla")
+    assert left_out == {"z": "1 of 2 runs"} and set(sub["seed"]) == {0}
+    table = setting_summary(runs, "vanilla")
+    assert list(table.index) == ["x", "y"] and table.loc["x", "mean AUROC"] == pytest.approx(0.9)

@@ -35,8 +35,29 @@ def average_ranks(table: pd.DataFrame) -> pd.Series:
     return ranks.mean(axis=0)
 
 
-def setting_summary(runs: pd.DataFrame, setting: str) -> pd.DataFrame:
+def complete_view(runs: pd.DataFrame, setting: str) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The runs of ``setting`` that compare like with like, and the methods left out.
+
+    A seed counts when at least one method has run it on every dataset; a
+    method is compared only if it has a row (any status) for every dataset
+    and counted seed, so a grid still in progress never shows a method ranked
+    on fewer datasets or other seeds than the rest.
+    """
     sub = runs[runs["setting"] == setting]
+    datasets = sorted(set(sub["dataset"]))
+    cells = {m: set(zip(g["dataset"], g["seed"], strict=True)) for m, g in sub.groupby("method")}
+    seeds = [
+        seed for seed in sorted(set(sub["seed"]))
+        if any(all((d, seed) in c for d in datasets) for c in cells.values())
+    ]  # fmt: skip
+    needed = {(d, seed) for d in datasets for seed in seeds}
+    complete = [m for m, c in cells.items() if needed <= c]
+    left_out = {m: f"{len(c & needed)} of {len(needed)} runs" for m, c in cells.items() if m not in complete}
+    return sub[sub["method"].isin(complete) & sub["seed"].isin(seeds)], left_out
+
+
+def setting_summary(runs: pd.DataFrame, setting: str) -> pd.DataFrame:
+    sub, _ = complete_view(runs, setting)
     auroc = per_dataset(sub, "auroc").loc[setting]
     auprc = per_dataset(sub, "auprc").loc[setting]
     out = pd.DataFrame(
@@ -77,8 +98,15 @@ def write_report(runs_csv: str | Path, out_md: str | Path) -> list[Path]:
     for setting in settings:
         table = setting_summary(runs, setting)
         lines += [f"## {setting}", "", _markdown(table.round(3)), ""]
+        left_out = complete_view(runs, setting)[1]
+        if left_out:
+            lines += [
+                "Not yet comparable (runs still missing, left out above): "
+                + ", ".join(f"`{m}` ({cover})" for m, cover in sorted(left_out.items())),
+                "",
+            ]
     for setting in settings:
-        auroc = per_dataset(runs[runs["setting"] == setting], "auroc").loc[setting]
+        auroc = per_dataset(complete_view(runs, setting)[0], "auroc").loc[setting]
         lines += [f"### AUROC per dataset: {setting}", "", _markdown(auroc.round(3)), ""]
     failures = runs[runs["status"] != "ok"]
     if len(failures):
@@ -144,7 +172,7 @@ def _noise_figure(runs: pd.DataFrame, path: Path) -> Path | None:
     present = [s for s in levels if s in set(runs["setting"])]
     if len(present) < 2:
         return None
-    means = {s: per_dataset(runs[runs["setting"] == s], "auroc").loc[s].mean(axis=0) for s in present}
+    means = {s: per_dataset(complete_view(runs, s)[0], "auroc").loc[s].mean(axis=0) for s in present}
     fig, ax = plt.subplots(figsize=(6, 4))
     for method in pd.DataFrame(means).index:
         ax.plot(
