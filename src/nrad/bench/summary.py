@@ -153,6 +153,7 @@ def _rank_figure(runs: pd.DataFrame, settings: list[str], path: Path) -> Path:
     ranks = ranks.loc[ranks.mean(axis=1).sort_values().index]
     fig, ax = plt.subplots(figsize=(max(6, 0.5 * len(ranks)), 4))
     ranks.plot.bar(ax=ax)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     ax.set_ylabel("average rank (lower is better)")
     ax.set_title("Average rank over datasets, per setting")
     fig.tight_layout()
@@ -173,7 +174,8 @@ def _noise_figure(runs: pd.DataFrame, path: Path) -> Path | None:
     if len(present) < 2:
         return None
     means = {s: per_dataset(complete_view(runs, s)[0], "auroc").loc[s].mean(axis=0) for s in present}
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(8, 4))
+    ax.set_prop_cycle(color=plt.cm.tab20.colors)  # up to 20 methods, distinct colours
     for method in pd.DataFrame(means).index:
         ax.plot(
             [levels[s] for s in present],
@@ -183,7 +185,7 @@ def _noise_figure(runs: pd.DataFrame, path: Path) -> Path | None:
         )
     ax.set_xlabel("Gaussian noise level s (x feature sd)")
     ax.set_ylabel("mean AUROC")
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=110)
