@@ -1,6 +1,6 @@
 """The ``.nrad`` model file: a zip with a JSON manifest and safetensors tensors.
 
-Never pickle: loading parses JSON and safetensors only, so a file from a
+No unpickling, ever: loading parses JSON and safetensors only, so a file from a
 stranger cannot run code.  Loading refuses anything unexpected: other member
 names (including path-traversal names), declared sizes above the limits,
 members that decompress to more than they declare, another format version,

@@ -79,7 +79,7 @@ def fetch_datasets(
     """Download ADBench ``.npz`` files into ``to``; skip files already there.
 
     Each file is downloaded to a temp name, checked to hold ``X`` and ``y``
-    (loaded without pickle), and only then renamed into place.
+    (loaded with allow_pickle=False), and only then renamed into place.
     """
     import urllib.error
     import urllib.request
