@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nrad.calibration import benjamini_hochberg, check_level, top_fraction
+from nrad.calibration import benjamini_hochberg, check_level, conformal_p_values, top_fraction
 from nrad.detector import NRDE
 from nrad.errors import NradError
 from nrad.preprocess import TableSchema, fit_schema, transform_table
@@ -63,7 +63,9 @@ class TableModel:
         if self.id_column is not None:
             out[self.id_column] = df[self.id_column].to_numpy()
         out["anomaly_score"] = scores
-        p = self.detector.p_values(X) if len(self.detector.calibration_scores_) else np.full(len(X), np.nan)
+        calib = self.detector.calibration_scores_
+        # From the scores already computed: p_values(X) would run the flow again.
+        p = conformal_p_values(calib, scores) if len(calib) else np.full(len(X), np.nan)
         out["p_value"] = p
         if contamination is not None:
             out["flagged"] = top_fraction(scores, contamination)

@@ -143,6 +143,14 @@ def _markdown(df: pd.DataFrame) -> str:
     return "\n".join([header, sep, *rows])
 
 
+def _save(fig: object, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=110)
+    plt.close(fig)
+
+
 def _rank_figure(runs: pd.DataFrame, settings: list[str], path: Path) -> Path:
     import matplotlib
 
@@ -157,9 +165,7 @@ def _rank_figure(runs: pd.DataFrame, settings: list[str], path: Path) -> Path:
     ax.set_ylabel("average rank (lower is better)")
     ax.set_title("Average rank over datasets, per setting")
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=110)
-    plt.close(fig)
+    _save(fig, path)
     return path
 
 
@@ -187,7 +193,5 @@ def _noise_figure(runs: pd.DataFrame, path: Path) -> Path | None:
     ax.set_ylabel("mean AUROC")
     ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=110)
-    plt.close(fig)
+    _save(fig, path)
     return path
