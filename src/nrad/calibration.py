@@ -59,3 +59,34 @@ def top_fraction(scores: np.ndarray, contamination: float) -> np.ndarray:
     if k:
         flags[np.argsort(-scores, kind="stable")[:k]] = True
     return flags
+
+
+def conformal_ranks(calibration_scores: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """``#{i : c_i >= s}`` per score, so that ``p = (1 + rank) / (n + 1)`` (integers 0..n)."""
+    calib = np.sort(np.asarray(calibration_scores, dtype=np.float64))
+    return calib.size - np.searchsorted(calib, np.asarray(scores, dtype=np.float64), side="left")
+
+
+def bh_cutoff_from_counts(rank_counts: np.ndarray, fdr: float) -> float:
+    """Benjamini-Hochberg cutoff from a histogram of conformal p-values.
+
+    Conformal p-values take only the ``n + 1`` values ``(1 + j) / (n + 1)``, so
+    ``rank_counts[j]`` (how many rows have rank ``j``) is all BH needs: the
+    decision for ``m`` rows costs O(n) memory, however large ``m`` is (this is
+    what lets ``nrad score`` stream).  A row is flagged iff its p-value is
+    ``<=`` the returned cutoff (``-inf``: none).  The arithmetic mirrors
+    :func:`scipy.stats.false_discovery_control` (adjusted ``p_(k) * (m / k)``,
+    then a running minimum from the largest p down), so the flags equal
+    :func:`benjamini_hochberg` on the full vector bit for bit.
+    """
+    fdr = check_level(fdr, "fdr")
+    counts = np.asarray(rank_counts, dtype=np.int64)
+    m = int(counts.sum())
+    if m == 0:
+        return -np.inf
+    p_values = (1.0 + np.arange(counts.size)) / counts.size
+    present = counts > 0
+    p, k = p_values[present], np.cumsum(counts[present])
+    adjusted = np.minimum.accumulate((p * (m / k))[::-1])[::-1]
+    passed = np.minimum(adjusted, 1.0) <= fdr
+    return float(p[passed].max()) if passed.any() else -np.inf

@@ -65,16 +65,19 @@ def _render(outcome: object, top: int = 10) -> None:
 
     console = Console()
     scored = outcome.scored
-    console.print(
-        f"{len(scored)} rows scored, [bold]{int(scored['flagged'].sum())} flagged[/] ({outcome.rule})"
-    )
+    n_rows = len(scored) if outcome.n_rows is None else outcome.n_rows
+    n_flagged = int(scored["flagged"].sum()) if outcome.n_flagged is None else outcome.n_flagged
+    console.print(f"{n_rows} rows scored, [bold]{n_flagged} flagged[/] ({outcome.rule})")
     if outcome.auroc is not None:
         console.print(f"AUROC against the label column: {outcome.auroc:.3f}")
     repaired = {k: v for k, v in outcome.counts.items() if v}
     if repaired:
         console.print("repaired: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in repaired.items()))
     table = Table(title=f"Top {top} rows by anomaly score")
-    shown = scored.sort_values("anomaly_score", ascending=False).head(top).reset_index(names="row")
+    # Row numbers count from 1, like the lines of the input file after its header.
+    shown = scored.sort_values("anomaly_score", ascending=False, kind="stable").head(top)
+    if outcome.row_numbers:
+        shown = shown.set_axis(shown.index + 1).reset_index(names="row")
     for col in shown.columns:
         table.add_column(str(col))
     for row in shown.itertuples(index=False):
@@ -135,15 +138,26 @@ def fit(
     ignore: IgnoreOpt = None,
     seed: SeedOpt = 0,
     max_epochs: EpochsOpt = None,
+    sample_rows: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Fit on a uniform random sample of this many rows when TRAIN is larger "
+            "(one streaming pass; the file never has to fit in memory).",
+        ),
+    ] = 200_000,
 ) -> None:
     """Fit a model on TRAIN and save it."""
     from nrad.model_file import save_model
     from nrad.workflow import fit_model
 
-    fitted = fit_model(train, id_column, ignore or [], random_state=seed, verbose=True, max_epochs=max_epochs)
+    fitted = fit_model(train, id_column, ignore or [], random_state=seed, verbose=True, max_epochs=max_epochs,
+                       sample_rows=sample_rows)  # fmt: skip
     save_model(fitted, model)
+    sample = fitted.info["sample"]
+    drawn = f" (a uniform sample of {sample['rows_in_file']}, seed {sample['seed']})" if sample["sampled"] else ""
     typer.echo(
-        f"fitted on {fitted.info['n_train_rows']} rows, "
+        f"fitted on {sample['rows_sampled']} rows{drawn}, "
         f"{fitted.detector.n_features_in_} features; wrote {model}"
     )
 
@@ -157,11 +171,39 @@ def score(
     fdr: FdrOpt = None,
     contamination: ContOpt = None,
     label_column: Annotated[str | None, typer.Option(help="0/1 labels for ROC/PR (not a feature).")] = None,
+    explain: Annotated[
+        bool, typer.Option(help="Add top_features per row (integrated gradients: ~20x the cost of scoring).")
+    ] = True,
+    engine: Annotated[
+        str, typer.Option(help="'local' (stream in this process) or 'dask' (a Dask cluster; OUT is a Parquet dataset).")
+    ] = "local",
+    scheduler: Annotated[
+        str | None, typer.Option(help="With --engine dask: address of a running scheduler (default: start a LocalCluster).")
+    ] = None,
+    workers: Annotated[int, typer.Option(min=1, help="With --engine dask and no --scheduler: local workers.")] = 2,
+    batch_rows: Annotated[int, typer.Option(min=1, help="Rows read and scored per batch.")] = 65_536,
 ) -> None:
-    """Score DATA with a saved model."""
-    from nrad.workflow import load, score_table
+    """Score DATA with a saved model.
 
-    outcome = score_table(load(model), data, out, report, fdr, contamination, label_column)
+    With --out (and no --report or --label-column) DATA is streamed in
+    batches: a file of any size is scored in constant memory, and OUT appears
+    only when complete.  A Parquet DATA may be a directory of files.
+    """
+    from nrad.workflow import load, score_stream, score_table
+
+    if engine not in ("local", "dask"):
+        raise typer.BadParameter("choose 'local' or 'dask'", param_hint="--engine")
+    if engine == "dask":
+        if out is None or report is not None or label_column is not None:
+            raise typer.BadParameter("--engine dask needs --out and takes no --report or --label-column",
+                                     param_hint="--engine")  # fmt: skip
+        from nrad.distributed import score_to_parquet
+
+        outcome = score_to_parquet(load(model), data, out, fdr, contamination, explain, scheduler, workers)
+    elif out is not None and report is None and label_column is None:
+        outcome = score_stream(load(model), data, out, fdr, contamination, explain, batch_rows)
+    else:
+        outcome = score_table(load(model), data, out, report, fdr, contamination, label_column, explain=explain)
     _render(outcome)
 
 

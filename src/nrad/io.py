@@ -34,17 +34,78 @@ def read_table(path: str | Path) -> Any:
 
     Errors name the file and, where known, the line or byte and what to do.
     """
-    import csv
-
     import pandas as pd
 
+    path = _existing(path)
+    if _is_parquet(path):
+        return _read_parquet(path)
+    delimiter = _csv_delimiter(path)
+    with _csv_errors(path):
+        return pd.read_csv(path, sep=delimiter, encoding="utf-8", low_memory=False)
+
+
+def iter_table(path: str | Path, batch_rows: int) -> Iterator[Any]:
+    """Yield a CSV or Parquet table as DataFrames of at most ``batch_rows`` rows, in order.
+
+    Parquet is read one record batch at a time (a directory: its ``*.parquet``
+    files in name order, as Dask and Spark write them); CSV in chunks.  Peak
+    memory is one batch, whatever the file size.
+    """
+    import pandas as pd
+
+    path = _existing(path)
+    if _is_parquet(path):
+        for part in parquet_files(path):
+            yield from _iter_parquet(part, batch_rows)
+        return
+    delimiter = _csv_delimiter(path)
+    with _csv_errors(path):
+        reader = pd.read_csv(path, sep=delimiter, encoding="utf-8", chunksize=batch_rows, low_memory=False)
+        with reader:
+            yield from reader
+
+
+def count_rows(path: str | Path) -> int | None:
+    """Rows in a Parquet file or directory from its metadata; None for CSV (unknown without reading)."""
+    import pyarrow.parquet as pq
+
+    path = _existing(path)
+    if not _is_parquet(path):
+        return None
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in parquet_files(path))
+
+
+def parquet_files(path: Path) -> list[Path]:
+    """The Parquet files of a file or dataset directory, in name order."""
+    from nrad.errors import NradError
+
+    if not path.is_dir():
+        return [path]
+    files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in (".parquet", ".pq"))
+    if not files:
+        raise NradError(f"directory {path} holds no .parquet files")
+    return files
+
+
+def _existing(path: str | Path) -> Path:
     from nrad.errors import NradError
 
     path = Path(path)
     if not path.exists():
         raise NradError(f"file {path} does not exist")
-    if path.is_dir() or path.suffix.lower() in (".parquet", ".pq"):
-        return _read_parquet(path)
+    return path
+
+
+def _is_parquet(path: Path) -> bool:
+    return path.is_dir() or path.suffix.lower() in (".parquet", ".pq")
+
+
+def _csv_delimiter(path: Path) -> str:
+    """Check that ``path`` is a non-empty UTF-8 CSV with unique headers; return its delimiter."""
+    import csv
+
+    from nrad.errors import NradError
+
     try:
         with path.open("rb") as f:
             head = f.read(65536)
@@ -68,8 +129,18 @@ def read_table(path: str | Path) -> Any:
     dupes = sorted({h for h in header if header.count(h) > 1})
     if dupes:
         raise NradError(f"{path} has duplicate column names: {', '.join(dupes)}; rename them")
+    return delimiter
+
+
+@contextmanager
+def _csv_errors(path: Path) -> Iterator[None]:
+    """Turn pandas' CSV errors (raised at open or at any later chunk) into NradError."""
+    import pandas as pd
+
+    from nrad.errors import NradError
+
     try:
-        return pd.read_csv(path, sep=delimiter, encoding="utf-8", low_memory=False)
+        yield
     except UnicodeDecodeError as exc:
         raise NradError(f"{path} is not UTF-8 (byte {exc.start}); re-save it as UTF-8") from exc
     except pd.errors.EmptyDataError as exc:
@@ -78,6 +149,49 @@ def read_table(path: str | Path) -> Any:
         raise NradError(
             f"{path} is not a well-formed CSV: {exc}. Check that every row has the header's columns"
         ) from exc
+
+
+def _iter_parquet(path: Path, batch_rows: int) -> Iterator[Any]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from nrad.errors import NradError
+
+    try:
+        pf = pq.ParquetFile(path)
+        _check_flat(pf.schema_arrow, path)
+        for batch in pf.iter_batches(batch_size=batch_rows):
+            batch.validate(full=True)
+            yield _arrow_to_pandas(pa.Table.from_batches([batch]), path)
+    except (pa.ArrowException, OSError) as exc:
+        raise NradError(f"cannot read Parquet {path}: {exc}") from exc
+
+
+def _check_flat(schema: Any, path: Path) -> None:
+    import pyarrow as pa
+
+    from nrad.errors import NradError
+
+    nested = [f.name for f in schema if pa.types.is_nested(f.type)]
+    if nested:
+        raise NradError(
+            f"{path} has nested columns ({', '.join(nested)}); flatten them or pass --ignore for each"
+        )
+
+
+def _arrow_to_pandas(table: Any, path: Path) -> Any:
+    from nrad.errors import NradError
+
+    try:
+        return table.to_pandas()
+    except Exception:  # noqa: BLE001 - damaged pandas metadata surfaces as many error types
+        pass
+    # The fuzzer found files whose pandas metadata (a JSON blob) is damaged
+    # while the columns are fine: read the columns without it.
+    try:
+        return table.replace_schema_metadata(None).to_pandas()
+    except Exception as exc:  # noqa: BLE001
+        raise NradError(f"cannot convert Parquet {path} to a table: {type(exc).__name__}: {exc}") from exc
 
 
 def _read_parquet(path: Path) -> Any:
@@ -93,21 +207,8 @@ def _read_parquet(path: Path) -> Any:
         table.validate(full=True)
     except (pa.ArrowException, OSError) as exc:
         raise NradError(f"cannot read Parquet {path}: {exc}") from exc
-    nested = [f.name for f in table.schema if pa.types.is_nested(f.type)]
-    if nested:
-        raise NradError(
-            f"{path} has nested columns ({', '.join(nested)}); flatten them or pass --ignore for each"
-        )
-    try:
-        return table.to_pandas()
-    except Exception:  # noqa: BLE001 - damaged pandas metadata surfaces as many error types
-        pass
-    # The fuzzer found files whose pandas metadata (a JSON blob) is damaged
-    # while the columns are fine: read the columns without it.
-    try:
-        return table.replace_schema_metadata(None).to_pandas()
-    except Exception as exc:  # noqa: BLE001
-        raise NradError(f"cannot convert Parquet {path} to a table: {type(exc).__name__}: {exc}") from exc
+    _check_flat(table.schema, path)
+    return _arrow_to_pandas(table, path)
 
 
 def write_table(df: Any, path: str | Path) -> Path:

@@ -10,6 +10,7 @@ ever extracted to disk.
 
 from __future__ import annotations
 
+import io
 import json
 import zipfile
 import zlib
@@ -43,6 +44,25 @@ class ModelFileError(NradError):
 
 def save_model(model: TableModel, path: str | Path) -> Path:
     """Write ``model`` to ``path`` atomically (temp file, then rename)."""
+    path = Path(path)
+    with atomic_path(path) as tmp, tmp.open("wb") as fh:
+        _write_zip(model, fh)
+    return path
+
+
+def model_to_bytes(model: TableModel) -> bytes:
+    """The bytes of the ``.nrad`` file for ``model`` (what :mod:`nrad.distributed` ships to workers)."""
+    buffer = io.BytesIO()
+    _write_zip(model, buffer)
+    return buffer.getvalue()
+
+
+def model_from_bytes(data: bytes, name: str = "<model bytes>") -> TableModel:
+    """Load a model from ``.nrad`` file bytes, with the same checks as :func:`load_model`."""
+    return _load(io.BytesIO(data), Path(name))
+
+
+def _write_zip(model: TableModel, fh: Any) -> None:
     det = model.detector
     tensors = {f"flow.{k}": v.detach().cpu().numpy() for k, v in det.flow_.state_dict().items()}
     tensors.update({f"detector.{a}": np.asarray(getattr(det, a)) for a in ARRAYS})
@@ -63,17 +83,18 @@ def save_model(model: TableModel, path: str | Path) -> Path:
         "info": model.info,
         "tensors": {k: {"dtype": str(v.dtype), "shape": list(v.shape)} for k, v in tensors.items()},
     }
-    path = Path(path)
-    with atomic_path(path) as tmp, zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+    with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         zf.writestr(MANIFEST, json.dumps(manifest, indent=1, default=_json_default))
         zf.writestr(TENSORS, save_tensors(tensors))
-    return path
 
 
 def load_model(path: str | Path) -> TableModel:
     """Read a ``.nrad`` file, refusing anything it does not expect."""
-    path = Path(path)
-    manifest, tensors = _read_members(path)
+    return _load(Path(path), Path(path))
+
+
+def _load(source: Path | io.BytesIO, path: Path) -> TableModel:
+    manifest, tensors = _read_members(source, path)
     _check_manifest(manifest, tensors, path)
     try:
         return _rebuild(manifest, tensors)
@@ -83,9 +104,9 @@ def load_model(path: str | Path) -> TableModel:
         ) from exc
 
 
-def _read_members(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def _read_members(source: Path | io.BytesIO, path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     try:
-        zf = zipfile.ZipFile(path)
+        zf = zipfile.ZipFile(source)
     except FileNotFoundError as exc:
         raise ModelFileError(f"model file {path} does not exist") from exc
     except (zipfile.BadZipFile, OSError) as exc:

@@ -56,21 +56,33 @@ class TableModel:
         """Score every row; flag by BH at ``fdr`` (default 0.05) or the top ``contamination`` share."""
         if fdr is not None and contamination is not None:
             raise NradError("give either fdr or contamination, not both")
+        out, counts = self.score_rows(df, explain, what)
+        scores, p = out["anomaly_score"].to_numpy(), out["p_value"].to_numpy()
+        if contamination is not None:
+            flags = top_fraction(scores, contamination)
+        else:
+            flags = benjamini_hochberg(p, 0.05 if fdr is None else check_level(fdr, "fdr"))
+        out.insert(out.columns.get_loc("p_value") + 1, "flagged", flags)
+        return out, counts
+
+    def score_rows(
+        self, df: pd.DataFrame, explain: bool = True, what: str = "data"
+    ) -> tuple[pd.DataFrame, dict[str, int]]:
+        """Per-row results that need no other row: id, anomaly_score, p_value, top_features.
+
+        Flagging needs all rows (BH, top share); :meth:`score` adds it, and
+        :mod:`nrad.stream` adds it after a streamed pass.
+        """
         df = as_pandas(df)
         X, counts = self.features(df, what)
         scores = self.detector.anomaly_score(X)
         out = pd.DataFrame(index=df.index)
         if self.id_column is not None:
-            out[self.id_column] = df[self.id_column].to_numpy()
+            out[self.id_column] = df[self.id_column]  # same index: keeps the column's dtype
         out["anomaly_score"] = scores
         calib = self.detector.calibration_scores_
         # From the scores already computed: p_values(X) would run the flow again.
-        p = conformal_p_values(calib, scores) if len(calib) else np.full(len(X), np.nan)
-        out["p_value"] = p
-        if contamination is not None:
-            out["flagged"] = top_fraction(scores, contamination)
-        else:
-            out["flagged"] = benjamini_hochberg(p, 0.05 if fdr is None else check_level(fdr, "fdr"))
+        out["p_value"] = conformal_p_values(calib, scores) if len(calib) else np.full(len(X), np.nan)
         if explain:
             out["top_features"] = self.top_features(X)
         return out.reset_index(drop=True), counts

@@ -16,6 +16,7 @@ import pandas as pd
 from nrad.calibration import check_level
 from nrad.errors import NradError
 from nrad.io import read_table, write_table
+from nrad.stream import SAMPLE_ROWS, StreamOutcome, sample_table, score_file
 from nrad.table import TableModel, fit_table
 
 
@@ -29,6 +30,11 @@ class Outcome:
     written: list[Path] = field(default_factory=list)
     auroc: float | None = None
     notes: list[str] = field(default_factory=list)
+    #: Rows scored and flagged; ``scored`` then holds only the top rows (streamed runs).
+    n_rows: int | None = None
+    n_flagged: int | None = None
+    #: Whether ``scored``'s index is the input row position (not so for Dask partitions).
+    row_numbers: bool = True
 
 
 def _rule(fdr: float | None, contamination: float | None) -> str:
@@ -68,11 +74,17 @@ def fit_model(
     random_state: int = 0,
     verbose: bool = False,
     max_epochs: int | None = None,
+    sample_rows: int = SAMPLE_ROWS,
 ) -> TableModel:
-    """Read TRAIN and fit a table model on it."""
-    df = read_table(train)
-    return fit_table(
-        df,
+    """Fit a table model on TRAIN, or on a uniform sample of ``sample_rows`` rows if it is larger.
+
+    The sample is drawn in one streaming pass (:func:`nrad.stream.sample_table`),
+    so TRAIN never has to fit in memory; its size and seed are recorded in
+    ``model.info["sample"]`` and so in the model file's manifest.
+    """
+    sample = sample_table(train, sample_rows, random_state)
+    model = fit_table(
+        sample.frame,
         id_column,
         ignore,
         random_state=random_state,
@@ -80,6 +92,8 @@ def fit_model(
         what=str(train),
         max_epochs=max_epochs,
     )
+    model.info["sample"] = sample.info
+    return model
 
 
 def score_table(
@@ -91,8 +105,9 @@ def score_table(
     contamination: float | None = None,
     label_column: str | None = None,
     notes: Sequence[str] = (),
+    explain: bool = True,
 ) -> Outcome:
-    """Score DATA with ``model``; write scores and the report if asked."""
+    """Score DATA with ``model`` in memory; write scores and the report if asked."""
     rule = _rule(fdr, contamination)
     df = read_table(data) if not isinstance(data, pd.DataFrame) else data
     labels = None
@@ -101,7 +116,7 @@ def score_table(
             raise NradError(f"{data} has no label column {label_column!r}")
         labels = pd.to_numeric(df[label_column], errors="coerce").fillna(0).to_numpy().astype(int)
         df = df.drop(columns=[label_column])
-    scored, counts = model.score(df, fdr=fdr, contamination=contamination, what=str(data))
+    scored, counts = model.score(df, fdr=fdr, contamination=contamination, explain=explain, what=str(data))
     notes = list(notes) + _bh_power_note(model, len(scored), fdr, contamination)
     written = []
     if out is not None:
@@ -117,6 +132,23 @@ def score_table(
 
         auroc = float(roc_auc_score(labels, scored["anomaly_score"]))
     return Outcome(scored, counts, rule, written, auroc, notes)
+
+
+def score_stream(
+    model: TableModel,
+    data: str | Path,
+    out: str | Path,
+    fdr: float | None = None,
+    contamination: float | None = None,
+    explain: bool = True,
+    batch_rows: int | None = None,
+) -> Outcome:
+    """Score a file of any size batch by batch into OUT (see :mod:`nrad.stream`)."""
+    rule = _rule(fdr, contamination)
+    kwargs = {} if batch_rows is None else {"batch_rows": batch_rows}
+    result: StreamOutcome = score_file(model, data, out, fdr, contamination, explain, **kwargs)
+    notes = _bh_power_note(model, result.n_rows, fdr, contamination)
+    return Outcome(result.top, result.counts, rule, [Path(out)], None, notes, result.n_rows, result.n_flagged)
 
 
 def detect(

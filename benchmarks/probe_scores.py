@@ -1,0 +1,115 @@
+"""Compare pure-density estimators on one fitted NRDE flow (issue 7 probe).
+
+Fits NRDE once per (dataset, setting, seed) under the benchmark protocol and
+scores the test rows with several estimators that share the flow, so the
+comparison isolates the estimator.  Prints one CSV row per run and a mean
+AUROC table.  Exploratory: the committed figures for decisions come from
+``nrad bench`` (results/ABLATION.md).
+
+    python benchmarks/probe_scores.py --data-dir ../shared/datasets/adbench \
+        --datasets cardio,letter --settings vanilla,noisy-gauss-0.5 --out /tmp/probe.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+from sklearn.metrics import roc_auc_score
+from sklearn.neighbors import NearestNeighbors
+
+from nrad.bench.datasets import dataset_paths, load_dataset
+from nrad.bench.settings import make_split
+from nrad.detector import NRDE
+from nrad.preprocess import ProtocolScaler
+
+K = 5
+
+
+def knn_score(train: np.ndarray, test: np.ndarray, k: int = K) -> np.ndarray:
+    nn = NearestNeighbors(n_neighbors=min(k, len(train))).fit(train)
+    return nn.kneighbors(test)[0].mean(axis=1)
+
+
+def wiener(norms: np.ndarray, flat_only: bool) -> np.ndarray:
+    """Wiener weights ``1 - floor^2 / norm^2`` with the floor at the weakest source."""
+    floor = norms.min()
+    if flat_only and np.sum(norms <= 2.0 * floor) < 2:
+        return np.ones_like(norms)
+    return np.clip(1.0 - floor**2 / norms**2, 0.0, 1.0)
+
+
+def scores(model: NRDE, X_train: np.ndarray, X_test: np.ndarray) -> dict[str, np.ndarray]:
+    z_tr = model._standardize(X_train).numpy()
+    z_te = model._standardize(X_test).numpy()
+    s_tr, s_te = model.transform(X_train), model.transform(X_test)
+    norms = np.exp(model.source_influence_)
+    out = {
+        "flow": model.anomaly_score(X_test),
+        "knn_x": knn_score(z_tr, z_te),
+        "knn_s": knn_score(s_tr, s_te),
+        "knn_u": knn_score(s_tr * norms, s_te * norms),
+    }
+    for name, flat in (("knn_uw", False), ("knn_uw_flat", True)):
+        w = wiener(norms, flat) * norms
+        out[name] = knn_score(s_tr * w, s_te * w)
+    # Pure-source estimate in pure-whitened units: E[pure_i | x] / sd(pure_i)
+    # = s_i sqrt(1 - floor^2 / norm_i^2) (Gaussian noise of sd `floor` per source).
+    w = np.sqrt(wiener(norms, True))
+    out["knn_sw_flat"] = knn_score(s_tr * w, s_te * w)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--datasets", required=True)
+    parser.add_argument("--settings", default="vanilla,noisy-gauss-0.5")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    rows: list[dict] = []
+    done = set()
+    if args.out.exists():
+        import pandas as pd
+
+        prev = pd.read_csv(args.out)
+        rows = prev.to_dict("records")
+        done = set(zip(prev.dataset, prev.setting))
+    paths = dataset_paths(args.data_dir)
+    for name in args.datasets.split(","):
+        data = load_dataset(paths[name])
+        for setting in args.settings.split(","):
+            if (name, setting) in done:
+                continue
+            split = make_split(data, setting, args.seed)
+            scaler = ProtocolScaler().fit(split.X_train)
+            X_tr, X_te = scaler.transform(split.X_train), scaler.transform(split.X_test)
+            model = NRDE(random_state=args.seed).fit(X_tr)
+            new = [
+                dict(dataset=name, setting=setting, seed=args.seed, variant=variant,
+                     auroc=roc_auc_score(split.y_test, sc))
+                for variant, sc in scores(model, X_tr, X_te).items()
+            ]  # fmt: skip
+            rows += new
+            print(name, setting, {r["variant"]: round(r["auroc"], 3) for r in new}, file=sys.stderr, flush=True)
+            write = not args.out.exists()
+            with args.out.open("a", newline="") as fh:
+                writer = csv.DictWriter(fh, fieldnames=list(new[0]))
+                if write:
+                    writer.writeheader()
+                writer.writerows(new)
+    import pandas as pd
+
+    table = pd.DataFrame(rows).pivot_table(index="variant", columns="setting", values="auroc", aggfunc="mean")
+    print(table.round(3).to_string())
+
+
+if __name__ == "__main__":
+    main()

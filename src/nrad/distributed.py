@@ -1,0 +1,200 @@
+"""Scoring on a Dask cluster: ``score(ddf, model)`` and the ``--engine dask`` command.
+
+The model travels as the bytes of its ``.nrad`` file (config JSON + safetensors,
+no pickle of nrad objects), scattered once to every worker
+(``Client.scatter(..., broadcast=True)``); each worker process loads it once
+and keeps it in a small cache keyed by the bytes' SHA-256, so partitions reuse
+it.  Partitions are scored with ``map_partitions`` by the same code as
+single-process scoring (:meth:`nrad.table.TableModel.score_rows`), so scores
+are identical row for row.
+
+Flagging needs every row's p-value (Benjamini-Hochberg) or every score
+(``contamination``); :func:`flag` computes that global cutoff with one small
+reduction and adds ``flagged`` lazily.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nrad.calibration import bh_cutoff_from_counts, check_level, conformal_ranks
+from nrad.errors import NradError
+from nrad.model_file import model_from_bytes, model_to_bytes
+from nrad.table import TableModel
+
+#: Models loaded in this (worker) process, by SHA-256 of their file bytes.
+_LOADED: dict[str, TableModel] = {}
+_MAX_LOADED = 4
+
+
+def score(ddf: Any, model: TableModel, explain: bool = False) -> Any:
+    """Score a Dask DataFrame lazily; returns a Dask DataFrame.
+
+    Columns are those of :meth:`TableModel.score_rows`: the id column (if
+    the model has one), ``anomaly_score``, ``p_value`` and, with
+    ``explain=True``, ``top_features``.  Add ``flagged`` with :func:`flag`.
+
+    With a ``dask.distributed`` client active, the model is scattered once to
+    all workers; otherwise it is embedded once in the task graph.
+    """
+    import dask
+
+    payload = model_to_bytes(model)
+    digest = hashlib.sha256(payload).hexdigest()
+    client = _current_client()
+    if client is not None:
+        shipped = client.scatter(payload, broadcast=True, hash=False)
+    else:
+        shipped = dask.delayed(payload, pure=True)
+    meta = _meta(model, ddf._meta, explain)
+    return ddf.map_partitions(_score_partition, shipped, digest, explain, meta=meta, align_dataframes=False)
+
+
+def flag(scored: Any, model: TableModel, fdr: float | None = None, contamination: float | None = None) -> Any:
+    """Add ``flagged`` (BH at ``fdr``, default 0.05, or the top ``contamination`` share).
+
+    Computes the cutoff now (one pass over ``scored``: persist it first to
+    avoid scoring twice) and returns a lazy frame.  With ``contamination``,
+    rows tied exactly at the cutoff score are all flagged.
+    """
+    if fdr is not None and contamination is not None:
+        raise NradError("give either fdr or contamination, not both")
+    if contamination is not None:
+        check_level(contamination, "contamination")
+        n = int(scored.shape[0].compute())
+        k = int(np.ceil(contamination * n))
+        cut = float(scored["anomaly_score"].nlargest(k).min().compute()) if k else np.inf
+        return scored.assign(flagged=scored["anomaly_score"] >= cut)
+    calib = np.asarray(model.detector.calibration_scores_)
+    if calib.size == 0:
+        raise NradError("this model has no calibration rows, so no p-values for --fdr; use --contamination")
+    counts = scored["anomaly_score"].map_partitions(_rank_counts, calib, meta=("counts", "object"))
+    total = np.sum(np.stack(counts.compute().tolist()), axis=0)
+    cutoff = bh_cutoff_from_counts(total, 0.05 if fdr is None else fdr)
+    return scored.assign(flagged=scored["p_value"] <= cutoff)
+
+
+def score_to_parquet(
+    model: TableModel,
+    data: str | Path,
+    out: str | Path,
+    fdr: float | None = None,
+    contamination: float | None = None,
+    explain: bool = True,
+    scheduler: str | None = None,
+    n_workers: int = 2,
+) -> Any:
+    """The ``nrad score --engine dask`` command: DATA -> a Parquet dataset directory OUT.
+
+    Scores are written once to a scratch dataset beside OUT, the cutoff is
+    computed from it, and the flagged dataset is written to a temp directory
+    renamed to OUT at the end (an interrupted run leaves no OUT).
+    """
+    import dask.dataframe as dd
+    from distributed import Client, LocalCluster
+
+    from nrad.workflow import Outcome, _bh_power_note, _rule
+
+    rule = _rule(fdr, contamination)
+    out = Path(out)
+    if out.exists():
+        raise NradError(f"{out} exists; --engine dask writes a new Parquet directory, give a new path")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cluster = None
+    if scheduler is None:
+        cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, host="127.0.0.1",
+                               dashboard_address=None, silence_logs=logging.ERROR)  # fmt: skip
+    scratch = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.dask."))
+    try:
+        with Client(cluster if cluster is not None else scheduler) as client:
+            _limit_worker_threads(client)
+            ddf = _read(dd, Path(data))
+            score(ddf, model, explain).to_parquet(scratch / "scored", write_index=False)
+            scored = dd.read_parquet(scratch / "scored")
+            flagged = flag(scored, model, fdr, contamination)
+            cols = list(flagged.columns)
+            cols.insert(cols.index("p_value") + 1, cols.pop(cols.index("flagged")))
+            flagged[cols].to_parquet(scratch / "final", write_index=False)
+            n_rows = int(scored.shape[0].compute())
+            n_flagged = int(dd.read_parquet(scratch / "final")["flagged"].sum().compute())
+            top = scored.nlargest(10, "anomaly_score").compute()
+        (scratch / "final").rename(out)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        if cluster is not None:
+            cluster.close()
+    notes = _bh_power_note(model, n_rows, fdr, contamination)
+    # Partition indexes restart per file or block: there are no global row numbers to show.
+    return Outcome(top.reset_index(drop=True), {}, rule, [out], None, notes, n_rows, n_flagged, row_numbers=False)
+
+
+def _read(dd: Any, data: Path) -> Any:
+    if not data.exists():
+        raise NradError(f"file {data} does not exist")
+    if data.is_dir() or data.suffix.lower() in (".parquet", ".pq"):
+        return dd.read_parquet(data)
+    from nrad.io import _csv_delimiter
+
+    return dd.read_csv(data, sep=_csv_delimiter(data), blocksize="64MB", assume_missing=True)
+
+
+def _current_client() -> Any:
+    try:
+        from distributed import get_client
+
+        return get_client()
+    except (ImportError, ValueError):
+        return None
+
+
+def _limit_worker_threads(client: Any) -> None:
+    """One torch thread per worker thread: torch's own pool would oversubscribe the cores."""
+
+    def limit() -> None:
+        import torch
+
+        torch.set_num_threads(1)
+
+    client.run(limit)
+
+
+def _score_partition(part: pd.DataFrame, payload: bytes, digest: str, explain: bool) -> pd.DataFrame:
+    model = _LOADED.get(digest)
+    if model is None:
+        model = model_from_bytes(payload, name=f"model {digest[:12]}")
+        if len(_LOADED) >= _MAX_LOADED:
+            _LOADED.pop(next(iter(_LOADED)))
+        _LOADED[digest] = model
+    if len(part) == 0:
+        return _meta(model, part, explain)
+    scored, _ = model.score_rows(part, explain=explain, what="partition")
+    scored.index = part.index
+    return scored
+
+
+def _meta(model: TableModel, meta_in: pd.DataFrame, explain: bool) -> pd.DataFrame:
+    """An empty frame with the columns and dtypes of ``score_rows`` for these partitions."""
+    index = meta_in.index[:0]
+    cols: dict[str, Any] = {}
+    if model.id_column is not None:
+        if model.id_column not in meta_in.columns:
+            raise NradError(f"the data have no id column {model.id_column!r}")
+        cols[model.id_column] = meta_in[model.id_column].iloc[:0]
+    cols["anomaly_score"] = pd.Series([], dtype="float64", index=index)
+    cols["p_value"] = pd.Series([], dtype="float64", index=index)
+    if explain:
+        cols["top_features"] = pd.Series([], dtype="str", index=index)
+    return pd.DataFrame(cols, index=index)
+
+
+def _rank_counts(scores: pd.Series, calib: np.ndarray) -> pd.Series:
+    counts = np.bincount(conformal_ranks(calib, scores.to_numpy()), minlength=calib.size + 1)
+    return pd.Series([counts], dtype="object")

@@ -1,0 +1,296 @@
+"""Tables larger than memory: a one-pass uniform sample to fit on, and streamed scoring.
+
+Both read the file in batches (:func:`nrad.io.iter_table`), so peak memory is
+a few batches whatever the number of rows.
+
+Scoring needs one global fact before any row can be flagged: the
+Benjamini-Hochberg cutoff (or, with ``contamination``, the k-th largest
+score) depends on every row.  So scoring runs in two steps: (1) each batch
+is scored and its results appended to a spill file beside the output, while
+a histogram of conformal p-value ranks (n_calibration + 1 integers) is
+accumulated; (2) the cutoff is computed from the histogram and the spill is
+copied to a temp output with ``flagged`` added, then renamed.  The input is
+read and the flow run once; only the few output columns are read twice.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nrad.calibration import bh_cutoff_from_counts, check_level, conformal_ranks
+from nrad.errors import NradError
+from nrad.io import atomic_path, count_rows, iter_table, read_table
+from nrad.table import TableModel
+
+#: Rows per batch read from the input (and per Parquet row group written).
+BATCH_ROWS = 65_536
+#: Default fit budget: files with more rows are fitted on a uniform sample this large.
+SAMPLE_ROWS = 200_000
+#: Rows shown in the command line's summary table.
+TOP_ROWS = 10
+
+
+# -- fitting on a sample ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A uniform random sample of a table's rows (all rows if the table is small enough)."""
+
+    frame: pd.DataFrame
+    rows_in_file: int
+    seed: int
+
+    @property
+    def info(self) -> dict[str, int | bool]:
+        return {
+            "rows_in_file": self.rows_in_file,
+            "rows_sampled": len(self.frame),
+            "sampled": len(self.frame) < self.rows_in_file,
+            "seed": self.seed,
+        }
+
+
+def sample_table(path: str | Path, max_rows: int, seed: int, batch_rows: int = BATCH_ROWS) -> Sample:
+    """Read ``path`` whole if it has at most ``max_rows`` rows, else a uniform sample of ``max_rows``.
+
+    The sample is drawn in one streaming pass by bottom-k reservoir sampling:
+    every row gets an independent uniform key from a generator seeded with
+    ``seed``, and the reservoir keeps the ``max_rows`` rows with the smallest
+    keys (every subset of that size is equally likely).  Unlike Algorithm R
+    it works batch-at-a-time with vectorized numpy and needs no per-row
+    Python loop.  The sample is returned in file order.
+    """
+    if max_rows < 1:
+        raise NradError(f"the sample size must be at least 1 row, got {max_rows}")
+    known = count_rows(path)
+    if known is not None and known <= max_rows:
+        return Sample(read_table(path), known, seed)
+    rng = np.random.default_rng(seed)
+    kept: pd.DataFrame | None = None
+    kept_keys = np.empty(0)
+    seen = 0
+    for frame in iter_table(path, batch_rows):
+        frame = frame.set_axis(pd.RangeIndex(seen, seen + len(frame)))
+        keys = rng.random(len(frame))
+        seen += len(frame)
+        merged = frame if kept is None else pd.concat([kept, frame])
+        all_keys = np.concatenate([kept_keys, keys])
+        if len(all_keys) > max_rows:
+            keep = np.sort(np.argpartition(all_keys, max_rows - 1)[:max_rows])
+            merged, all_keys = merged.iloc[keep], all_keys[keep]
+        kept, kept_keys = merged, all_keys
+    if kept is None:
+        raise NradError(f"{path} has no rows (only a header?)")
+    return Sample(kept.sort_index().reset_index(drop=True), seen, seed)
+
+
+# -- streamed scoring --------------------------------------------------------
+
+
+@dataclass
+class StreamOutcome:
+    """What a streamed scoring run produced (the rows themselves are in ``out``)."""
+
+    n_rows: int
+    n_flagged: int
+    top: pd.DataFrame
+    counts: dict[str, int]
+    notes: list[str] = field(default_factory=list)
+
+
+def score_file(
+    model: TableModel,
+    data: str | Path,
+    out: str | Path,
+    fdr: float | None = None,
+    contamination: float | None = None,
+    explain: bool = True,
+    batch_rows: int = BATCH_ROWS,
+) -> StreamOutcome:
+    """Score DATA batch by batch and write OUT (CSV or Parquet) in input order.
+
+    Columns and values are those of :meth:`TableModel.score` on the whole
+    table.  OUT appears only when complete (temp file, then rename).
+    """
+    out = Path(out)
+    calib = np.asarray(model.detector.calibration_scores_)
+    if contamination is None and calib.size == 0:
+        raise NradError(
+            "this model has no calibration rows, so it cannot give p-values for --fdr; "
+            "use --contamination, or refit on at least 50 rows"
+        )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    spill_dir = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.spill."))
+    try:
+        spill = spill_dir / "scored.parquet"
+        n_rows, ranks, top, counts = _score_to_spill(model, data, spill, explain, batch_rows)
+        if contamination is not None:
+            flag = _top_share_flagger(spill, n_rows, check_level(contamination, "contamination"))
+        else:
+            cutoff = bh_cutoff_from_counts(ranks, 0.05 if fdr is None else fdr)
+            flag = lambda part: part["p_value"].to_numpy() <= cutoff  # noqa: E731
+        n_flagged = _write_flagged(spill, out, flag)
+    finally:
+        shutil.rmtree(spill_dir, ignore_errors=True)
+    top = top.sort_values("anomaly_score", ascending=False, kind="stable")
+    return StreamOutcome(n_rows, n_flagged, top, counts)
+
+
+def _score_to_spill(
+    model: TableModel, data: str | Path, spill: Path, explain: bool, batch_rows: int
+) -> tuple[int, np.ndarray, pd.DataFrame, dict[str, int]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    calib = np.asarray(model.detector.calibration_scores_)
+    rank_counts = np.zeros(calib.size + 1, dtype=np.int64)
+    counts: dict[str, int] = {}
+    top = pd.DataFrame()
+    writer = None
+    start = 0
+    try:
+        for frame in iter_table(data, batch_rows):
+            what = f"{data} (rows {start + 1}-{start + len(frame)})"
+            part, part_counts = model.score_rows(frame, explain=explain, what=what)
+            if calib.size:
+                rank_counts += np.bincount(conformal_ranks(calib, part["anomaly_score"]), minlength=calib.size + 1)
+            for key, value in part_counts.items():
+                counts[key] = counts.get(key, 0) + value
+            table = pa.Table.from_pandas(part, preserve_index=False)
+            if writer is None:
+                writer = pq.ParquetWriter(spill, table.schema)
+            table = _conform(table, writer.schema, data, start)
+            writer.write_table(table)
+            top = _merge_top(top, part.set_axis(pd.RangeIndex(start, start + len(part))))
+            start += len(part)
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:
+        raise NradError(f"{data} has no rows (only a header?)")
+    return start, rank_counts, top, counts
+
+
+def _conform(table: Any, schema: Any, data: str | Path, start: int) -> Any:
+    """Cast a batch to the first batch's schema (CSV chunks infer types independently)."""
+    import pyarrow as pa
+
+    if table.schema.equals(schema):
+        return table
+    try:
+        return table.cast(schema)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise NradError(
+            f"{data}: from row {start + 1} on, the id column has a different type than in the first rows "
+            f"({exc}); make the id column one type (e.g. all text)"
+        ) from exc
+
+
+def _merge_top(top: pd.DataFrame, part: pd.DataFrame) -> pd.DataFrame:
+    both = part if top.empty else pd.concat([top, part])
+    return both.nlargest(TOP_ROWS, "anomaly_score", keep="first")
+
+
+def _spill_batches(spill: Path, columns: list[str] | None = None) -> Iterator[pd.DataFrame]:
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(spill)
+    for i in range(pf.num_row_groups):
+        yield pf.read_row_group(i, columns=columns).to_pandas()
+
+
+def _top_share_flagger(spill: Path, n_rows: int, contamination: float) -> Callable[[pd.DataFrame], np.ndarray]:
+    """Flags of :func:`nrad.calibration.top_fraction` (k = ceil(c m) highest, ties by row order), streamed."""
+    k = int(np.ceil(contamination * n_rows))
+
+    def scores() -> Iterator[np.ndarray]:
+        for part in _spill_batches(spill, ["anomaly_score"]):
+            yield part["anomaly_score"].to_numpy()
+
+    if k == 0:
+        return lambda part: np.zeros(len(part), dtype=bool)
+    kth = kth_largest(scores, k)
+    ties_left = [k - sum(int((s > kth).sum()) for s in scores())]
+
+    def flag(part: pd.DataFrame) -> np.ndarray:
+        s = part["anomaly_score"].to_numpy()
+        flags = s > kth
+        tie_rows = np.flatnonzero(s == kth)[: max(ties_left[0], 0)]
+        flags[tie_rows] = True
+        ties_left[0] -= tie_rows.size
+        return flags
+
+    return flag
+
+
+def kth_largest(chunks: Callable[[], Iterator[np.ndarray]], k: int, bins: int = 4096, exact_max: int = 1 << 20) -> float:
+    """The k-th largest value (1-based) of a stream that can be replayed, in O(bins + exact_max) memory.
+
+    Each round histograms the values still in the candidate interval into
+    ``bins`` equal bins and keeps the bin holding the k-th largest; once at
+    most ``exact_max`` candidates remain they are gathered and selected
+    exactly.  Two passes per round; a round narrows the interval ``bins``-fold.
+    """
+    lo, hi, hi_closed, need = -np.inf, np.inf, True, k
+
+    def inside(v: np.ndarray) -> np.ndarray:
+        return (v >= lo) & ((v < hi) | (hi_closed & (v == hi)))
+
+    while True:
+        n, vmin, vmax = 0, np.inf, -np.inf
+        for c in chunks():
+            v = c[inside(c)]
+            if v.size:
+                n, vmin, vmax = n + v.size, min(vmin, v.min()), max(vmax, v.max())
+        if n < need:
+            raise ValueError(f"asked for the {k}-th largest of fewer values")
+        if vmin == vmax:
+            return float(vmin)
+        if n <= exact_max:
+            v = np.concatenate([c[inside(c)] for c in chunks()])
+            return float(np.partition(v, v.size - need)[v.size - need])
+        edges = np.linspace(vmin, vmax, bins + 1)
+        hist = np.zeros(bins, dtype=np.int64)
+        for c in chunks():
+            v = c[inside(c)]
+            hist += np.bincount(np.clip(np.searchsorted(edges, v, side="right") - 1, 0, bins - 1), minlength=bins)
+        from_top = np.cumsum(hist[::-1])
+        b = int(np.searchsorted(from_top, need))  # first top-bin count reaching `need`
+        j = bins - 1 - b
+        need -= int(from_top[b - 1]) if b > 0 else 0
+        lo, hi, hi_closed = edges[j], edges[j + 1], j == bins - 1
+
+
+def _write_flagged(spill: Path, out: Path, flag: Callable[[pd.DataFrame], np.ndarray]) -> int:
+    """Copy the spill to OUT (CSV or Parquet by suffix) with ``flagged`` added; return how many."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n_flagged = 0
+    parquet = out.suffix.lower() in (".parquet", ".pq")
+    with atomic_path(out) as tmp:
+        writer = None
+        try:
+            for i, part in enumerate(_spill_batches(spill)):
+                flags = flag(part)
+                n_flagged += int(flags.sum())
+                part.insert(part.columns.get_loc("p_value") + 1, "flagged", flags)
+                if parquet:
+                    table = pa.Table.from_pandas(part, preserve_index=False)
+                    writer = writer or pq.ParquetWriter(tmp, table.schema)
+                    writer.write_table(table)
+                else:
+                    part.to_csv(tmp, mode="w" if i == 0 else "a", header=i == 0, index=False)
+        finally:
+            if writer is not None:
+                writer.close()
+    return n_flagged

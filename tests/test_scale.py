@@ -1,0 +1,261 @@
+"""Tables larger than memory: sampling to fit, streamed scoring, Dask scoring.
+
+Streamed and distributed scoring must give exactly the rows, scores, p-values
+and flags of in-memory scoring; interrupted runs must leave no output file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from nrad.errors import NradError
+from nrad.model_file import load_model, save_model
+from nrad.stream import kth_largest, sample_table
+from nrad.table import TableModel, fit_table
+from nrad.workflow import fit_model, score_stream
+
+NRAD = [sys.executable, "-c", "from nrad.cli import main; main()"]
+
+
+def table(n: int, seed: int, anomalies: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame(rng.normal(size=(n, 4)), columns=list("abcd"))
+    df.iloc[:anomalies, :4] += 6.0  # far out in every column: BH must flag these
+    df["kind"] = rng.choice(["x", "y", "z"], size=n)
+    df.insert(0, "id", [f"r{i}" for i in range(n)])
+    return df
+
+
+@pytest.fixture(scope="module")
+def model() -> TableModel:
+    return fit_table(table(2000, 1), id_column="id", random_state=0, max_epochs=3)
+
+
+@pytest.fixture(scope="module")
+def data() -> pd.DataFrame:
+    return table(3000, 2, anomalies=200).sample(frac=1.0, random_state=3).reset_index(drop=True)
+
+
+def read(path: Path) -> pd.DataFrame:
+    return pd.read_parquet(path) if path.suffix == ".parquet" or path.is_dir() else pd.read_csv(path)
+
+
+def assert_same_rows(got: pd.DataFrame, ref: pd.DataFrame) -> None:
+    assert list(got.columns) == list(ref.columns)
+    assert got["id"].tolist() == ref["id"].tolist()  # input order
+    np.testing.assert_array_equal(got["anomaly_score"].to_numpy(), ref["anomaly_score"].to_numpy())
+    np.testing.assert_array_equal(got["p_value"].to_numpy(), ref["p_value"].to_numpy())
+    np.testing.assert_array_equal(got["flagged"].to_numpy(), ref["flagged"].to_numpy())
+
+
+# -- sampling ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_sample_is_exact_size_in_file_order_and_seeded(tmp_path: Path, suffix: str) -> None:
+    df = table(5000, 0)
+    path = tmp_path / f"t{suffix}"
+    df.to_csv(path, index=False) if suffix == ".csv" else df.to_parquet(path, row_group_size=700)
+    a = sample_table(path, 800, seed=1, batch_rows=333)
+    b = sample_table(path, 800, seed=1, batch_rows=333)
+    c = sample_table(path, 800, seed=2, batch_rows=333)
+    assert len(a.frame) == 800 and a.rows_in_file == 5000 and a.info["sampled"]
+    rows = a.frame["id"].str[1:].astype(int)
+    assert rows.is_monotonic_increasing and rows.is_unique
+    pd.testing.assert_frame_equal(a.frame, df.iloc[rows.to_numpy()].reset_index(drop=True), check_dtype=False)
+    assert a.frame["id"].tolist() == b.frame["id"].tolist()
+    assert a.frame["id"].tolist() != c.frame["id"].tolist()
+
+
+def test_sample_is_uniform_over_the_file(tmp_path: Path) -> None:
+    """Every row is kept with probability k/n, early and late rows alike (a broken
+    reservoir favours one end); 400 seeds, inclusion counts per tenth of the file."""
+    pd.DataFrame({"v": np.arange(200)}).to_csv(tmp_path / "t.csv", index=False)
+    hits = np.zeros(200)
+    for seed in range(400):
+        hits[sample_table(tmp_path / "t.csv", 20, seed, batch_rows=30).frame["v"].to_numpy()] += 1
+    per_tenth = hits.reshape(10, 20).sum(axis=1)  # expected 400 * 20 * 20 / 200 = 800 each
+    assert np.all(np.abs(per_tenth - 800) < 5 * np.sqrt(800)), per_tenth
+
+
+def test_small_file_is_read_whole(tmp_path: Path) -> None:
+    table(50, 0).to_parquet(tmp_path / "t.parquet")
+    s = sample_table(tmp_path / "t.parquet", 100, seed=0)
+    assert len(s.frame) == 50 and not s.info["sampled"]
+
+
+def test_fit_on_sample_records_it_in_the_manifest(tmp_path: Path) -> None:
+    table(3000, 0).to_csv(tmp_path / "train.csv", index=False)
+    fitted = fit_model(tmp_path / "train.csv", "id", random_state=4, max_epochs=2, sample_rows=500)
+    save_model(fitted, tmp_path / "m.nrad")
+    with zipfile.ZipFile(tmp_path / "m.nrad") as zf:
+        manifest = json.loads(zf.read("manifest.json"))
+    assert manifest["info"]["sample"] == {"rows_in_file": 3000, "rows_sampled": 500, "sampled": True, "seed": 4}
+    assert manifest["info"]["n_train_rows"] == 500
+
+
+# -- streamed scoring ------------------------------------------------------
+
+
+@pytest.mark.parametrize("src", [".csv", ".parquet", "dir"])
+@pytest.mark.parametrize("dst", [".csv", ".parquet"])
+def test_streamed_scores_equal_in_memory_scores(
+    tmp_path: Path, model: TableModel, data: pd.DataFrame, src: str, dst: str
+) -> None:
+    if src == "dir":
+        path = tmp_path / "parts"
+        path.mkdir()
+        for i, start in enumerate(range(0, len(data), 1000)):
+            data.iloc[start : start + 1000].to_parquet(path / f"part.{i}.parquet")
+    else:
+        path = tmp_path / f"in{src}"
+        data.to_csv(path, index=False) if src == ".csv" else data.to_parquet(path, row_group_size=450)
+    explain = src == dst == ".csv"  # explanations cost 20x scoring: check them once
+    ref, _ = model.score(data, explain=explain)
+    out = tmp_path / f"out{dst}"
+    outcome = score_stream(model, path, out, batch_rows=256, explain=explain)
+    got = read(out)
+    assert_same_rows(got, ref)
+    if explain:
+        assert got["top_features"].tolist() == ref["top_features"].tolist()
+    assert outcome.n_rows == 3000 and outcome.n_flagged == int(ref["flagged"].sum()) >= 150
+
+
+def test_streamed_contamination_flags_the_same_rows(tmp_path: Path, model: TableModel, data: pd.DataFrame) -> None:
+    data.to_parquet(tmp_path / "in.parquet")
+    ref, _ = model.score(data, contamination=0.07, explain=False)
+    score_stream(model, tmp_path / "in.parquet", tmp_path / "o.csv", contamination=0.07, explain=False,
+                 batch_rows=100)  # fmt: skip
+    got = read(tmp_path / "o.csv")
+    assert_same_rows(got, ref)
+    assert "top_features" not in got.columns and got["flagged"].sum() == np.ceil(0.07 * 3000)
+
+
+def test_kth_largest_with_ties_and_several_rounds() -> None:
+    rng = np.random.default_rng(0)
+    values = np.concatenate([rng.normal(size=20_000), np.full(500, 0.25), rng.standard_cauchy(size=3000)])
+    rng.shuffle(values)
+    chunks = lambda: iter(np.array_split(values, 17))  # noqa: E731
+    for k in (1, 7, 500, 11_000, len(values)):
+        expected = np.sort(values)[::-1][k - 1]
+        assert kth_largest(chunks, k, bins=8, exact_max=50) == expected
+
+
+def test_a_failure_mid_stream_leaves_no_output_and_no_spill(
+    tmp_path: Path, model: TableModel, data: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data.to_csv(tmp_path / "in.csv", index=False)
+    (tmp_path / "out.csv").write_text("previous results\n")
+    calls = {"n": 0}
+    original = TableModel.score_rows
+
+    def failing(self: TableModel, *args: object, **kwargs: object) -> object:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise NradError("disk full (simulated)")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(TableModel, "score_rows", failing)
+    with pytest.raises(NradError, match="simulated"):
+        score_stream(model, tmp_path / "in.csv", tmp_path / "out.csv", batch_rows=500)
+    assert (tmp_path / "out.csv").read_text() == "previous results\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv", "out.csv"]
+
+
+def test_sigkill_while_streaming_leaves_no_file_under_the_final_name(tmp_path: Path, model: TableModel) -> None:
+    save_model(model, tmp_path / "m.nrad")
+    big = pd.concat([table(20_000, s) for s in range(3)], ignore_index=True)
+    big.to_csv(tmp_path / "big.csv", index=False)
+    cmd = [*NRAD, "score", "big.csv", "--model", "m.nrad", "--out", "out.parquet", "--batch-rows", "2000"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    # Kill once the spill has its first batches: the run is mid-stream.
+    while proc.poll() is None and time.monotonic() < deadline:
+        spills = list(tmp_path.glob(".out.parquet.spill.*/scored.parquet"))
+        if spills and spills[0].stat().st_size > 0:
+            break
+        time.sleep(0.005)
+    assert proc.poll() is None, "the run finished before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (tmp_path / "out.parquet").exists()
+
+
+def test_score_command_streams_and_fit_command_samples(tmp_path: Path) -> None:
+    table(4000, 0).to_parquet(tmp_path / "train.parquet", row_group_size=1000)
+    fit = subprocess.run([*NRAD, "fit", "train.parquet", "--model", "m.nrad", "--id-column", "id",
+                          "--sample-rows", "600", "--max-epochs", "2"],
+                         cwd=tmp_path, capture_output=True, text=True)  # fmt: skip
+    assert fit.returncode == 0, fit.stderr
+    assert "fitted on 600 rows (a uniform sample of 4000, seed 0)" in fit.stdout
+    table(2500, 5, anomalies=30).to_csv(tmp_path / "new.csv", index=False)
+    res = subprocess.run([*NRAD, "score", "new.csv", "--model", "m.nrad", "--out", "s.csv", "--no-explain",
+                          "--batch-rows", "400"], cwd=tmp_path, capture_output=True, text=True)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    got = pd.read_csv(tmp_path / "s.csv")
+    ref, _ = load_model(tmp_path / "m.nrad").score(table(2500, 5, anomalies=30), explain=False)
+    assert_same_rows(got, ref)
+    assert f"2500 rows scored, {int(ref['flagged'].sum())} flagged" in res.stdout
+
+
+# -- Dask ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[object]:
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as c:  # fmt: skip
+        yield c
+
+
+def test_dask_scores_equal_single_process_and_ship_the_model_once(
+    cluster: object, model: TableModel, data: pd.DataFrame, tmp_path: Path
+) -> None:
+    import dask.dataframe as dd
+    from distributed import Client
+
+    from nrad import distributed
+
+    sub = data.iloc[:800]  # explanations are costly; 800 rows over 8 partitions suffice
+    sub.to_parquet(tmp_path / "in.parquet", row_group_size=100)
+    ref, _ = model.score(sub)
+    with Client(cluster) as client:
+        ddf = dd.read_parquet(tmp_path / "in.parquet").repartition(npartitions=8)
+        scored = distributed.score(ddf, model, explain=True).persist()
+        got = distributed.flag(scored, model).compute()
+        cols = list(got.columns)
+        cols.insert(cols.index("p_value") + 1, cols.pop(cols.index("flagged")))
+        assert_same_rows(got[cols].reset_index(drop=True), ref)
+        assert got["top_features"].tolist() == ref["top_features"].tolist()
+        # One payload, held by both workers (broadcast), loaded once per worker.
+        held = client.run(lambda: len(__import__("nrad.distributed").distributed._LOADED))
+        assert sorted(held.values()) == [1, 1]
+        sizes = client.run(lambda dask_worker: len(dask_worker.data))
+        assert all(n >= 1 for n in sizes.values())
+
+
+def test_score_command_on_a_dask_cluster(cluster: object, model: TableModel, data: pd.DataFrame, tmp_path: Path) -> None:
+    save_model(model, tmp_path / "m.nrad")
+    data.to_csv(tmp_path / "in.csv", index=False)
+    res = subprocess.run([*NRAD, "score", "in.csv", "--model", "m.nrad", "--out", "out", "--engine", "dask",
+                          "--scheduler", cluster.scheduler_address, "--contamination", "0.05", "--no-explain"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    ref, _ = model.score(data, contamination=0.05, explain=False)
+    got = pd.read_parquet(tmp_path / "out")
+    assert_same_rows(got, ref)
+    assert not list(tmp_path.glob(".out.*"))  # scratch removed
