@@ -81,7 +81,7 @@ def main() -> None:
 
         prev = pd.read_csv(args.out)
         rows = prev.to_dict("records")
-        done = set(zip(prev.dataset, prev.setting))
+        done = set(zip(prev.dataset, prev.setting, strict=True))
     paths = dataset_paths(args.data_dir)
     for name in args.datasets.split(","):
         data = load_dataset(paths[name])
@@ -98,7 +98,9 @@ def main() -> None:
                 for variant, sc in scores(model, X_tr, X_te).items()
             ]  # fmt: skip
             rows += new
-            print(name, setting, {r["variant"]: round(r["auroc"], 3) for r in new}, file=sys.stderr, flush=True)
+            print(
+                name, setting, {r["variant"]: round(r["auroc"], 3) for r in new}, file=sys.stderr, flush=True
+            )
             write = not args.out.exists()
             with args.out.open("a", newline="") as fh:
                 writer = csv.DictWriter(fh, fieldnames=list(new[0]))

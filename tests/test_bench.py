@@ -191,3 +191,23 @@ def test_report_leaves_out_methods_still_missing_runs() -> None:
     assert left_out == {"z": "1 of 2 runs"} and set(sub["seed"]) == {0}
     table = setting_summary(runs, "vanilla")
     assert list(table.index) == ["x", "y"] and table.loc["x", "mean AUROC"] == pytest.approx(0.9)
+
+
+def test_report_can_show_only_some_seeds(tmp_path: Path) -> None:
+    """Seed 1 finished for x only: by default x alone is ranked; with seeds=[0] both are."""
+    import pandas as pd
+
+    rows = [
+        {"dataset": d, "setting": "vanilla", "seed": s, "method": m, "n_train": 10, "n_test": 10, "d": 2,
+         "auroc": a, "auprc": a, "fit_s": 1.0, "score_s": 0.1, "status": "ok", "error": ""}
+        for d in ("a", "b")
+        for m, a, seeds in (("x", 0.9, (0, 1)), ("y", 0.8, (0,)))
+        for s in seeds
+    ]  # fmt: skip
+    pd.DataFrame(rows).to_csv(tmp_path / "runs.csv", index=False)
+    write_report(tmp_path / "runs.csv", tmp_path / "all.md")
+    write_report(tmp_path / "runs.csv", tmp_path / "seed0.md", seeds=[0])
+    every, seed0 = (tmp_path / "all.md").read_text(), (tmp_path / "seed0.md").read_text()
+    assert "| y " not in every.split("## vanilla")[1].split("##")[0]
+    assert "| y " in seed0.split("## vanilla")[1].split("##")[0]
+    assert "Seeds shown: 0. The CSV holds 2 more runs" in seed0

@@ -155,7 +155,9 @@ def fit(
                        sample_rows=sample_rows)  # fmt: skip
     save_model(fitted, model)
     sample = fitted.info["sample"]
-    drawn = f" (a uniform sample of {sample['rows_in_file']}, seed {sample['seed']})" if sample["sampled"] else ""
+    drawn = (
+        f" (a uniform sample of {sample['rows_in_file']}, seed {sample['seed']})" if sample["sampled"] else ""
+    )
     typer.echo(
         f"fitted on {sample['rows_sampled']} rows{drawn}, "
         f"{fitted.detector.n_features_in_} features; wrote {model}"
@@ -175,12 +177,20 @@ def score(
         bool, typer.Option(help="Add top_features per row (integrated gradients: ~20x the cost of scoring).")
     ] = True,
     engine: Annotated[
-        str, typer.Option(help="'local' (stream in this process) or 'dask' (a Dask cluster; OUT is a Parquet dataset).")
+        str,
+        typer.Option(
+            help="'local' (stream in this process) or 'dask' (a Dask cluster; OUT is a Parquet dataset)."
+        ),
     ] = "local",
     scheduler: Annotated[
-        str | None, typer.Option(help="With --engine dask: address of a running scheduler (default: start a LocalCluster).")
+        str | None,
+        typer.Option(
+            help="With --engine dask: address of a running scheduler (default: start a LocalCluster)."
+        ),
     ] = None,
-    workers: Annotated[int, typer.Option(min=1, help="With --engine dask and no --scheduler: local workers.")] = 2,
+    workers: Annotated[
+        int, typer.Option(min=1, help="With --engine dask and no --scheduler: local workers.")
+    ] = 2,
     batch_rows: Annotated[int, typer.Option(min=1, help="Rows read and scored per batch.")] = 65_536,
 ) -> None:
     """Score DATA with a saved model.
@@ -203,7 +213,9 @@ def score(
     elif out is not None and report is None and label_column is None:
         outcome = score_stream(load(model), data, out, fdr, contamination, explain, batch_rows)
     else:
-        outcome = score_table(load(model), data, out, report, fdr, contamination, label_column, explain=explain)
+        outcome = score_table(
+            load(model), data, out, report, fdr, contamination, label_column, explain=explain
+        )
     _render(outcome)
 
 
@@ -253,11 +265,13 @@ def bench(
 def bench_report(
     runs: Annotated[Path, typer.Argument(help="Runs CSV written by nrad bench.")],
     out: Annotated[Path, typer.Option(help="Markdown report to write.")] = Path("results/RESULTS.md"),
+    seeds: Annotated[str, typer.Option(help="Only these seeds, comma-separated (default: all).")] = "",
 ) -> None:
     """Summarize a runs CSV: per setting mean AUROC/AUPRC, ranks, failures, figures."""
     from nrad.bench.summary import write_report
 
-    for path in write_report(runs, out):
+    only = [int(s) for s in _split_list(seeds)] or None
+    for path in write_report(runs, out, seeds=only):
         typer.echo(f"wrote {path}")
 
 

@@ -81,7 +81,8 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         it from the rest.
     max_epochs : int or None, default=None
         Upper bound on training epochs.  ``None``: enough epochs for about
-        2,500 gradient steps, between 20 and 1,000 epochs.
+        2,500 gradient steps, between 20 and 1,000 epochs, but never more
+        than 10,000 steps (tables above ~128,000 rows get fewer than 20).
     batch_size : int, default=256
     learning_rate : float, default=1e-3
         Adam learning rate.  Halved on a retry if training diverges.
@@ -342,7 +343,7 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         whitening = _pca_whitening(Z_train.double().numpy(), self.train_noise)
         flow = CouplingFlow(d, self.n_transforms, self.hidden_units, rng, linear_init=whitening)
         steps_per_epoch = math.ceil(len(train) / self.batch_size)
-        epochs = self.max_epochs or int(np.clip(math.ceil(STEP_BUDGET / steps_per_epoch), 20, 1000))
+        epochs = self.max_epochs or _auto_epochs(steps_per_epoch)
         opt = torch.optim.Adam(flow.parameters(), lr=lr, weight_decay=self.weight_decay)
         best_state, best_val, stale = copy.deepcopy(flow.state_dict()), math.inf, 0
         self.loss_curve_, self.validation_loss_curve_ = [], []
@@ -445,6 +446,15 @@ def _pca_whitening(Z: np.ndarray, noise: float) -> np.ndarray:
     vecs = eigvec[:, order]
     vecs = vecs * np.where(vecs[np.abs(vecs).argmax(axis=0), np.arange(vecs.shape[1])] < 0, -1.0, 1.0)
     return (vecs / sigma).T
+
+
+def _auto_epochs(steps_per_epoch: int) -> int:
+    """Epochs for about ``STEP_BUDGET`` steps, at least 20 (so early stopping has
+    epochs to compare) unless that would exceed 4x the budget (large tables:
+    a 200,000-row sample would otherwise take 11,000 steps), at most 1,000."""
+    budget = math.ceil(STEP_BUDGET / steps_per_epoch)
+    floor = min(20, math.ceil(4 * STEP_BUDGET / steps_per_epoch))
+    return int(min(max(budget, floor), 1000))
 
 
 def _holdout(n: int, fraction: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray | None]:

@@ -33,6 +33,9 @@ from nrad.table import TableModel
 #: Models loaded in this (worker) process, by SHA-256 of their file bytes.
 _LOADED: dict[str, TableModel] = {}
 _MAX_LOADED = 4
+#: Target partition size when reading files: small enough that every worker
+#: gets several partitions on one machine, large enough to amortize a task.
+BLOCKSIZE = "32MiB"
 
 
 def score(ddf: Any, model: TableModel, explain: bool = False) -> Any:
@@ -98,6 +101,7 @@ def score_to_parquet(
     computed from it, and the flagged dataset is written to a temp directory
     renamed to OUT at the end (an interrupted run leaves no OUT).
     """
+    import dask
     import dask.dataframe as dd
     from distributed import Client, LocalCluster
 
@@ -117,15 +121,21 @@ def score_to_parquet(
         with Client(cluster if cluster is not None else scheduler) as client:
             _limit_worker_threads(client)
             ddf = _read(dd, Path(data))
-            score(ddf, model, explain).to_parquet(scratch / "scored", write_index=False)
+            # Pass 1: score once into a scratch dataset (flagging needs every row).
+            score(ddf, model, explain).to_parquet(
+                scratch / "scored", write_index=False, name_function=_part_name
+            )
             scored = dd.read_parquet(scratch / "scored")
             flagged = flag(scored, model, fdr, contamination)
             cols = list(flagged.columns)
             cols.insert(cols.index("p_value") + 1, cols.pop(cols.index("flagged")))
-            flagged[cols].to_parquet(scratch / "final", write_index=False)
-            n_rows = int(scored.shape[0].compute())
-            n_flagged = int(dd.read_parquet(scratch / "final")["flagged"].sum().compute())
-            top = scored.nlargest(10, "anomaly_score").compute()
+            # Pass 2: write the flagged dataset and count/rank in the same read.
+            write = flagged[cols].to_parquet(scratch / "final", write_index=False, compute=False,
+                                             name_function=_part_name)  # fmt: skip
+            _, n_rows, n_flagged, top = dask.compute(
+                write, flagged.shape[0], flagged["flagged"].sum(), flagged.nlargest(10, "anomaly_score")
+            )
+            n_rows, n_flagged = int(n_rows), int(n_flagged)
         (scratch / "final").rename(out)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -133,17 +143,26 @@ def score_to_parquet(
             cluster.close()
     notes = _bh_power_note(model, n_rows, fdr, contamination)
     # Partition indexes restart per file or block: there are no global row numbers to show.
-    return Outcome(top.reset_index(drop=True), {}, rule, [out], None, notes, n_rows, n_flagged, row_numbers=False)
+    return Outcome(
+        top.reset_index(drop=True), {}, rule, [out], None, notes, n_rows, n_flagged, row_numbers=False
+    )
+
+
+def _part_name(i: int) -> str:
+    """Zero-padded part names: any reader that sorts file names sees input order."""
+    return f"part.{i:06d}.parquet"
 
 
 def _read(dd: Any, data: Path) -> Any:
     if not data.exists():
         raise NradError(f"file {data} does not exist")
     if data.is_dir() or data.suffix.lower() in (".parquet", ".pq"):
-        return dd.read_parquet(data)
+        # Split files into partitions of about BLOCKSIZE by row groups: by
+        # default one file is one partition, which leaves all but one worker idle.
+        return dd.read_parquet(data, split_row_groups="infer", blocksize=BLOCKSIZE)
     from nrad.io import _csv_delimiter
 
-    return dd.read_csv(data, sep=_csv_delimiter(data), blocksize="64MB", assume_missing=True)
+    return dd.read_csv(data, sep=_csv_delimiter(data), blocksize=BLOCKSIZE, assume_missing=True)
 
 
 def _current_client() -> Any:

@@ -158,11 +158,13 @@ def _score_to_spill(
     writer = None
     start = 0
     try:
-        for frame in iter_table(data, batch_rows):
+        for frame in prefetch(iter_table(data, batch_rows)):
             what = f"{data} (rows {start + 1}-{start + len(frame)})"
             part, part_counts = model.score_rows(frame, explain=explain, what=what)
             if calib.size:
-                rank_counts += np.bincount(conformal_ranks(calib, part["anomaly_score"]), minlength=calib.size + 1)
+                rank_counts += np.bincount(
+                    conformal_ranks(calib, part["anomaly_score"]), minlength=calib.size + 1
+                )
             for key, value in part_counts.items():
                 counts[key] = counts.get(key, 0) + value
             table = pa.Table.from_pandas(part, preserve_index=False)
@@ -178,6 +180,52 @@ def _score_to_spill(
     if writer is None:
         raise NradError(f"{data} has no rows (only a header?)")
     return start, rank_counts, top, counts
+
+
+def prefetch(batches: Iterator[pd.DataFrame], depth: int = 2) -> Iterator[pd.DataFrame]:
+    """Read the next batches in a background thread while this one is scored.
+
+    Parquet decoding and CSV parsing release the GIL, so reading overlaps
+    with the flow's forward pass; at most ``depth`` batches wait in memory.
+    Errors raised by the reader are re-raised here, in order.
+    """
+    import queue
+    import threading
+
+    slots: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(item: tuple[str, Any]) -> bool:
+        while not stop.is_set():  # the consumer may have stopped: never block forever
+            try:
+                slots.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def read() -> None:
+        try:
+            for batch in batches:
+                if not put(("batch", batch)):
+                    return
+            put(("end", None))
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+            put(("error", exc))
+
+    reader = threading.Thread(target=read, name="nrad-prefetch", daemon=True)
+    reader.start()
+    try:
+        while True:
+            kind, item = slots.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                raise item
+            yield item
+    finally:
+        stop.set()
+        reader.join(timeout=5)
 
 
 def _conform(table: Any, schema: Any, data: str | Path, start: int) -> Any:
@@ -203,12 +251,14 @@ def _merge_top(top: pd.DataFrame, part: pd.DataFrame) -> pd.DataFrame:
 def _spill_batches(spill: Path, columns: list[str] | None = None) -> Iterator[pd.DataFrame]:
     import pyarrow.parquet as pq
 
-    pf = pq.ParquetFile(spill)
+    pf = pq.ParquetFile(spill, pre_buffer=False)
     for i in range(pf.num_row_groups):
         yield pf.read_row_group(i, columns=columns).to_pandas()
 
 
-def _top_share_flagger(spill: Path, n_rows: int, contamination: float) -> Callable[[pd.DataFrame], np.ndarray]:
+def _top_share_flagger(
+    spill: Path, n_rows: int, contamination: float
+) -> Callable[[pd.DataFrame], np.ndarray]:
     """Flags of :func:`nrad.calibration.top_fraction` (k = ceil(c m) highest, ties by row order), streamed."""
     k = int(np.ceil(contamination * n_rows))
 
@@ -232,7 +282,9 @@ def _top_share_flagger(spill: Path, n_rows: int, contamination: float) -> Callab
     return flag
 
 
-def kth_largest(chunks: Callable[[], Iterator[np.ndarray]], k: int, bins: int = 4096, exact_max: int = 1 << 20) -> float:
+def kth_largest(
+    chunks: Callable[[], Iterator[np.ndarray]], k: int, bins: int = 4096, exact_max: int = 1 << 20
+) -> float:
     """The k-th largest value (1-based) of a stream that can be replayed, in O(bins + exact_max) memory.
 
     Each round histograms the values still in the candidate interval into
@@ -262,7 +314,9 @@ def kth_largest(chunks: Callable[[], Iterator[np.ndarray]], k: int, bins: int = 
         hist = np.zeros(bins, dtype=np.int64)
         for c in chunks():
             v = c[inside(c)]
-            hist += np.bincount(np.clip(np.searchsorted(edges, v, side="right") - 1, 0, bins - 1), minlength=bins)
+            hist += np.bincount(
+                np.clip(np.searchsorted(edges, v, side="right") - 1, 0, bins - 1), minlength=bins
+            )
         from_top = np.cumsum(hist[::-1])
         b = int(np.searchsorted(from_top, need))  # first top-bin count reaching `need`
         j = bins - 1 - b

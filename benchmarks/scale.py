@@ -1,0 +1,196 @@
+"""Scale benchmark: stream-score a large Parquet table, single process vs Dask.
+
+Prints figures; it is not a test.  Steps, all in one run so that ratios
+compare like with like:
+
+1. write a synthetic Parquet table (default 5,000,000 rows x 20 numeric
+   columns: 5 latent factors through a fixed nonlinear map plus noise, 0.1%
+   anomalies), in row groups of 100,000 rows, never holding it whole;
+2. ``nrad fit`` on it (the default 200,000-row reservoir sample);
+3. measure this CPU's float64 matmul GFLOP/s with torch (2048^3, best of 5)
+   and count the model's FLOPs per scored row with
+   ``torch.utils.flop_counter.FlopCounterMode`` on a real scoring call
+   (matmuls only: 2 x multiply-adds); the upper bound on rows/s is their
+   ratio (elementwise work such as tanh/exp is left out, so it is generous);
+4. time the scoring kernel alone (rows already in memory) per chunk size;
+5. ``nrad score DATA --out OUT.parquet --no-explain`` in a child process:
+   wall time -> rows/s, and its peak RSS (``getrusage(RUSAGE_CHILDREN)``);
+6. ``nrad score ... --engine dask`` (LocalCluster, 2 workers x 1 thread):
+   rows/s, the ratio to step 5, and whether the two outputs are identical.
+
+Run on an idle machine (torch's threads spin when another job holds a core):
+
+    python benchmarks/scale.py                 # 5M rows
+    python benchmarks/scale.py --rows 20000000 --workdir /big/disk
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+# The child writes its own peak RSS (getrusage(RUSAGE_SELF), KiB on Linux) to
+# a file on exit: RUSAGE_CHILDREN would be the max over all earlier children.
+CHILD = """
+import resource, sys
+from nrad.cli import main
+rss_path, sys.argv = sys.argv[1], ["nrad", *sys.argv[2:]]
+try:
+    main()
+finally:
+    open(rss_path, "w").write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+"""
+
+
+def write_table(path: Path, rows: int, cols: int, seed: int, group: int = 100_000) -> None:
+    """Synthetic rows: 5 latent factors, a fixed nonlinear map to ``cols`` columns, noise."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    mix = rng.normal(size=(5, cols))
+    writer = None
+    for start in range(0, rows, group):
+        n = min(group, rows - start)
+        z = rng.normal(size=(n, 5))
+        x = np.tanh(z @ mix) + 0.3 * (z @ mix) + 0.1 * rng.normal(size=(n, cols))
+        anomalous = rng.random(n) < 0.001
+        x[anomalous] += rng.normal(scale=3.0, size=(anomalous.sum(), cols))
+        table = pa.table({f"x{j}": x[:, j] for j in range(cols)})
+        writer = writer or pq.ParquetWriter(path, table.schema)
+        writer.write_table(table)
+    writer.close()
+
+
+def matmul_gflops(dtype: object, size: int = 2048, repeats: int = 5) -> float:
+    import torch
+
+    a = torch.randn(size, size, dtype=dtype)
+    b = torch.randn(size, size, dtype=dtype)
+    a @ b  # warm-up
+    best = np.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - start)
+    return 2 * size**3 / best / 1e9
+
+
+def flops_per_row(model: object, X: np.ndarray) -> float:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counter = FlopCounterMode(display=False)
+    with counter:
+        model.detector.anomaly_score(X)
+    return counter.get_total_flops() / len(X)
+
+
+def kernel_rows_per_s(model: object, X: np.ndarray, chunk: int) -> float:
+    import nrad.detector as detector
+
+    old = detector.SCORE_CHUNK
+    detector.SCORE_CHUNK = chunk
+    try:
+        model.detector.anomaly_score(X[:chunk])  # warm-up
+        start = time.perf_counter()
+        model.detector.anomaly_score(X)
+        return len(X) / (time.perf_counter() - start)
+    finally:
+        detector.SCORE_CHUNK = old
+
+
+def run_child(args: list[str], cwd: Path) -> tuple[float, float]:
+    """Run ``nrad ARGS``; return (wall seconds, the child's peak RSS in GiB)."""
+    rss_file = cwd / "rss.txt"
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", CHILD, str(rss_file), *args], cwd=cwd, check=True,
+                   stdout=subprocess.DEVNULL)  # fmt: skip
+    wall = time.perf_counter() - start
+    return wall, int(rss_file.read_text()) / 2**20
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument("--cols", type=int, default=20)
+    parser.add_argument("--workdir", type=Path, default=None, help="Scratch folder (default: a temp dir).")
+    parser.add_argument("--keep", action="store_true", help="Keep the scratch folder (and its m.nrad).")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--model", type=Path, default=None, help="Use this fitted model instead of fitting.")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="nrad-scale-", dir=args.workdir))
+    try:
+        report(work, args)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def report(work: Path, args: argparse.Namespace) -> None:
+    import pandas as pd
+    import pyarrow.parquet as pq
+    import torch
+
+    from nrad.workflow import load
+
+    print(f"machine: {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} threads")
+    start = time.perf_counter()
+    write_table(work / "data.parquet", args.rows, args.cols, args.seed)
+    size = (work / "data.parquet").stat().st_size / 2**30
+    print(f"table: {args.rows:,} rows x {args.cols} columns, {size:.2f} GiB Parquet, "
+          f"written in {time.perf_counter() - start:.0f} s")  # fmt: skip
+
+    if args.model is None:
+        fit_s, fit_rss = run_child(
+            ["fit", "data.parquet", "--model", "m.nrad", "--seed", str(args.seed)], work
+        )
+        print(f"nrad fit (200,000-row reservoir sample): {fit_s:.0f} s, peak RSS {fit_rss:.2f} GiB")
+    else:
+        shutil.copy(args.model, work / "m.nrad")
+
+    model = load(work / "m.nrad")
+    X, _ = model.features(pq.ParquetFile(work / "data.parquet").read_row_group(0).to_pandas())
+    X = np.tile(X, (4, 1))  # 400,000 rows in memory for the kernel timings
+    f64 = matmul_gflops(torch.float64)
+    f32 = matmul_gflops(torch.float32)
+    per_row = flops_per_row(model, X[:8192])
+    bound = f64 * 1e9 / per_row
+    print(f"matmul: {f64:.1f} GFLOP/s float64, {f32:.1f} GFLOP/s float32 (2048^3, best of 5)")
+    print(f"model: {per_row:,.0f} matmul FLOPs per row (float64 scoring, "
+          f"{len(model.detector.noise_sources_)} noise sources) -> bound {bound:,.0f} rows/s")  # fmt: skip
+    kernel = {chunk: kernel_rows_per_s(model, X, chunk) for chunk in (1024, 4096, 8192, 32768)}
+    print("scoring kernel, rows in memory: " + ", ".join(
+        f"chunk {c}: {r:,.0f} rows/s ({r / bound:.0%} of bound)" for c, r in kernel.items()))  # fmt: skip
+    del X
+
+    single_s, single_rss = run_child(
+        ["score", "data.parquet", "--model", "m.nrad", "--out", "single.parquet", "--no-explain",
+         "--contamination", "0.001"], work)  # fmt: skip
+    single = args.rows / single_s
+    print(f"single process (nrad score, streamed Parquet in and out): {single_s:.1f} s, {single:,.0f} rows/s "
+          f"({single / bound:.0%} of the FLOP bound), peak RSS {single_rss:.2f} GiB")  # fmt: skip
+
+    dask_s, _ = run_child(
+        ["score", "data.parquet", "--model", "m.nrad", "--out", "dask_out", "--no-explain",
+         "--engine", "dask",
+         "--workers", "2", "--contamination", "0.001"], work)  # fmt: skip
+    dask_rate = args.rows / dask_s
+    a = pd.read_parquet(work / "single.parquet", columns=["anomaly_score", "flagged"])
+    b = pd.read_parquet(work / "dask_out", columns=["anomaly_score", "flagged"])
+    same = len(a) == len(b) and bool((a["anomaly_score"].to_numpy() == b["anomaly_score"].to_numpy()).all())
+    print(f"dask LocalCluster (2 workers x 1 thread, incl. cluster start): {dask_s:.1f} s, "
+          f"{dask_rate:,.0f} rows/s, "
+          f"{dask_rate / single:.0%} of single-process; identical scores: {same}; "
+          f"same flags: {bool((a['flagged'].to_numpy() == b['flagged'].to_numpy()).all())}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
