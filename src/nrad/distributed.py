@@ -119,7 +119,7 @@ def score_to_parquet(
     scratch = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.dask."))
     try:
         with Client(cluster if cluster is not None else scheduler) as client:
-            _limit_worker_threads(client)
+            prepare_workers(client)
             ddf = _read(dd, Path(data))
             # Pass 1: score once into a scratch dataset (flagging needs every row).
             score(ddf, model, explain).to_parquet(
@@ -174,15 +174,23 @@ def _current_client() -> Any:
         return None
 
 
-def _limit_worker_threads(client: Any) -> None:
-    """One torch thread per worker thread: torch's own pool would oversubscribe the cores."""
+def prepare_workers(client: Any) -> None:
+    """One torch thread per worker, and nrad imported on every worker now.
 
-    def limit() -> None:
+    Dask runs one task per worker thread; torch's own thread pool on top
+    would oversubscribe the cores.  Importing nrad (torch, scikit-learn,
+    pandas: seconds) here, on all workers at once, keeps it out of the first
+    partition's task.
+    """
+
+    def prepare() -> None:
         import torch
+
+        import nrad.distributed  # noqa: F401
 
         torch.set_num_threads(1)
 
-    client.run(limit)
+    client.run(prepare)
 
 
 def _score_partition(part: pd.DataFrame, payload: bytes, digest: str, explain: bool) -> pd.DataFrame:
