@@ -271,3 +271,25 @@ def test_score_command_on_a_dask_cluster(
     got = pd.read_parquet(tmp_path / "out")
     assert_same_rows(got, ref)
     assert not list(tmp_path.glob(".out.*"))  # scratch removed
+
+
+def test_dask_without_a_cluster_embeds_the_model_once(model: TableModel, data: pd.DataFrame) -> None:
+    import dask
+    import dask.dataframe as dd
+
+    from nrad import distributed
+
+    sub = data.iloc[:600]
+    ddf = dd.from_pandas(sub, npartitions=4)
+    scored = distributed.score(ddf, model)
+    graph = dict(scored.__dask_graph__())
+    payload_keys = [k for k in graph if str(k[0] if isinstance(k, tuple) else k).startswith("bytes-")]
+    tasks = [v for k, v in graph.items() if str(k[0]).startswith("_score_partition")]
+    # One node holds the model bytes; each of the 4 partition tasks refers to it.
+    assert len(payload_keys) == 1 and len(tasks) == 4
+    assert all(payload_keys[0] in t.dependencies for t in tasks)
+    with dask.config.set(scheduler="synchronous"):
+        got = distributed.flag(scored, model, contamination=0.1).compute()
+    ref, _ = model.score(sub, contamination=0.1, explain=False)
+    np.testing.assert_array_equal(got["anomaly_score"].to_numpy(), ref["anomaly_score"].to_numpy())
+    np.testing.assert_array_equal(got["flagged"].to_numpy(), ref["flagged"].to_numpy())
