@@ -4,8 +4,9 @@ Usage: python benchmarks/fuzz.py [--seconds 120] [--seed 0]
 
 Starts from valid inputs (a messy CSV, a Parquet file, a saved model),
 mutates bytes (flips, deletions, insertions, truncations, splices) for a
-bounded time, and feeds each input to ``nrad.io.read_table`` (plus
-``fit_schema``) or ``nrad.model_file.load_model``.  Handled input and
+bounded time, and feeds each input to ``nrad.io.read_table``, ``iter_table``
+and ``nrad.stream.sample_table`` (plus ``fit_schema``) or
+``nrad.model_file.load_model``.  Handled input and
 ``NradError`` are fine; any other exception is a crash, printed with the
 input's hash and kept under ``benchmarks/fuzz-crashes/`` (move them to tests/fuzz_corpus/ once fixed:
 the suite replays that folder).
@@ -24,9 +25,10 @@ import numpy as np
 import pandas as pd
 
 from nrad.errors import NradError
-from nrad.io import read_table
+from nrad.io import iter_table, read_table
 from nrad.model_file import load_model, save_model
 from nrad.preprocess import fit_schema
+from nrad.stream import sample_table
 from nrad.table import fit_table
 
 
@@ -65,6 +67,9 @@ def target(kind: str, path: Path) -> None:
         load_model(path)
     else:
         fit_schema(read_table(path))
+        for batch in iter_table(path, 7):  # the streaming reader of nrad score / nrad fit
+            fit_schema(batch)
+        fit_schema(sample_table(path, 3, seed=0, batch_rows=7).frame)
 
 
 def main() -> None:

@@ -94,16 +94,25 @@ def test_divergence_retries_then_raises_clearly(monkeypatch: pytest.MonkeyPatch)
     "path", sorted(Path(__file__).with_name("fuzz_corpus").glob("*")), ids=lambda p: p.name
 )
 def test_fuzz_findings_stay_fixed(path: Path) -> None:
-    """Inputs that once crashed the readers (benchmarks/fuzz.py) now load or are refused cleanly."""
+    """Inputs that once crashed the readers (benchmarks/fuzz.py) now load or are refused cleanly,
+    by the whole-file reader and by the streaming ones (batches, one-pass sample)."""
     from nrad.errors import NradError
-    from nrad.io import read_table
+    from nrad.io import iter_table, read_table
     from nrad.model_file import load_model
     from nrad.preprocess import fit_schema
+    from nrad.stream import sample_table
 
-    try:
-        if path.suffix == ".nrad":
-            load_model(path)
-        else:
-            fit_schema(read_table(path))
-    except NradError:
-        pass
+    readers = (
+        [load_model]
+        if path.suffix == ".nrad"
+        else [
+            lambda p: fit_schema(read_table(p)),
+            lambda p: [fit_schema(batch) for batch in iter_table(p, 7)],
+            lambda p: fit_schema(sample_table(p, 3, seed=0, batch_rows=7).frame),
+        ]
+    )
+    for read in readers:
+        try:
+            read(path)
+        except NradError:
+            pass

@@ -48,8 +48,8 @@ def iter_table(path: str | Path, batch_rows: int) -> Iterator[Any]:
     """Yield a CSV or Parquet table as DataFrames of at most ``batch_rows`` rows, in order.
 
     Parquet is read one record batch at a time (a directory: its ``*.parquet``
-    files in natural name order: part.2 before part.10, as Dask and Spark write them); CSV in chunks.  Peak
-    memory is one batch, whatever the file size.
+    files in natural name order, part.2 before part.10, as Dask and Spark
+    write them); CSV in chunks.  Peak memory is one batch, whatever the size.
     """
     import pandas as pd
 
@@ -67,12 +67,21 @@ def iter_table(path: str | Path, batch_rows: int) -> Iterator[Any]:
 
 def count_rows(path: str | Path) -> int | None:
     """Rows in a Parquet file or directory from its metadata; None for CSV (unknown without reading)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
+
+    from nrad.errors import NradError
 
     path = _existing(path)
     if not _is_parquet(path):
         return None
-    return sum(pq.ParquetFile(p).metadata.num_rows for p in parquet_files(path))
+    total = 0
+    for part in parquet_files(path):
+        try:
+            total += pq.ParquetFile(part).metadata.num_rows
+        except (pa.ArrowException, OSError) as exc:
+            raise NradError(f"cannot read Parquet {part}: {exc}") from exc
+    return total
 
 
 def parquet_files(path: Path) -> list[Path]:
