@@ -138,7 +138,7 @@ def dask_library_run(work: Path) -> tuple[float, float]:
                       silence_logs=logging.ERROR) as cluster, Client(cluster) as client:  # fmt: skip
         distributed.prepare_workers(client)
         started = time.perf_counter()
-        ddf = distributed._read(dd, work / "data.parquet")
+        ddf = distributed.read_data(work / "data.parquet")
         distributed.score(ddf, model).to_parquet(work / "lib_scored", write_index=False)
         scored = dd.read_parquet(work / "lib_scored")
         flagged = distributed.flag(scored, model, contamination=0.001)

@@ -25,13 +25,10 @@ from nrad.errors import NradError
 
 def conformal_p_values(calibration_scores: np.ndarray, scores: np.ndarray) -> np.ndarray:
     """Conformal p-values of ``scores`` (higher = more anomalous) against calibration scores."""
-    calib = np.sort(np.asarray(calibration_scores, dtype=np.float64))
-    if calib.size == 0:
+    n = np.asarray(calibration_scores).size
+    if n == 0:
         raise NradError("no calibration scores: fit with calibration rows to get p-values")
-    scores = np.asarray(scores, dtype=np.float64)
-    # Number of calibration scores >= s, via the sorted array (no per-row loop).
-    n_ge = calib.size - np.searchsorted(calib, scores, side="left")
-    return (1.0 + n_ge) / (calib.size + 1.0)
+    return (1.0 + conformal_ranks(calibration_scores, scores)) / (n + 1.0)
 
 
 def check_level(value: float, name: str) -> float:
@@ -63,6 +60,7 @@ def top_fraction(scores: np.ndarray, contamination: float) -> np.ndarray:
 
 def conformal_ranks(calibration_scores: np.ndarray, scores: np.ndarray) -> np.ndarray:
     """``#{i : c_i >= s}`` per score, so that ``p = (1 + rank) / (n + 1)`` (integers 0..n)."""
+    # Via the sorted calibration scores: one binary search per row, no per-row loop.
     calib = np.sort(np.asarray(calibration_scores, dtype=np.float64))
     return calib.size - np.searchsorted(calib, np.asarray(scores, dtype=np.float64), side="left")
 

@@ -1,7 +1,7 @@
 """Scoring on a Dask cluster: ``score(ddf, model)`` and the ``--engine dask`` command.
 
 The model travels as the bytes of its ``.nrad`` file (config JSON + safetensors,
-no pickle of nrad objects), scattered once to every worker
+loaded on the workers by the same safe loader as a file), scattered once to every worker
 (``Client.scatter(..., broadcast=True)``); each worker process loads it once
 and keeps it in a small cache keyed by the bytes' SHA-256, so partitions reuse
 it.  Partitions are scored with ``map_partitions`` by the same code as
@@ -120,7 +120,7 @@ def score_to_parquet(
     try:
         with Client(cluster if cluster is not None else scheduler) as client:
             prepare_workers(client)
-            ddf = _read(dd, Path(data))
+            ddf = read_data(data)
             # Pass 1: score once into a scratch dataset (flagging needs every row).
             score(ddf, model, explain).to_parquet(
                 scratch / "scored", write_index=False, name_function=_part_name
@@ -153,7 +153,11 @@ def _part_name(i: int) -> str:
     return f"part.{i:06d}.parquet"
 
 
-def _read(dd: Any, data: Path) -> Any:
+def read_data(data: str | Path) -> Any:
+    """DATA (Parquet file or directory, or CSV) as a Dask DataFrame, as ``--engine dask`` reads it."""
+    import dask.dataframe as dd
+
+    data = Path(data)
     if not data.exists():
         raise NradError(f"file {data} does not exist")
     if data.is_dir() or data.suffix.lower() in (".parquet", ".pq"):

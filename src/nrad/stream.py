@@ -18,7 +18,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +104,6 @@ class StreamOutcome:
     n_flagged: int
     top: pd.DataFrame
     counts: dict[str, int]
-    notes: list[str] = field(default_factory=list)
 
 
 def score_file(

@@ -16,7 +16,7 @@ import pandas as pd
 from nrad.calibration import check_level
 from nrad.errors import NradError
 from nrad.io import read_table, write_table
-from nrad.stream import SAMPLE_ROWS, StreamOutcome, sample_table, score_file
+from nrad.stream import BATCH_ROWS, SAMPLE_ROWS, sample_table, score_file
 from nrad.table import TableModel, fit_table
 
 
@@ -141,12 +141,11 @@ def score_stream(
     fdr: float | None = None,
     contamination: float | None = None,
     explain: bool = True,
-    batch_rows: int | None = None,
+    batch_rows: int = BATCH_ROWS,
 ) -> Outcome:
     """Score a file of any size batch by batch into OUT (see :mod:`nrad.stream`)."""
     rule = _rule(fdr, contamination)
-    kwargs = {} if batch_rows is None else {"batch_rows": batch_rows}
-    result: StreamOutcome = score_file(model, data, out, fdr, contamination, explain, **kwargs)
+    result = score_file(model, data, out, fdr, contamination, explain, batch_rows)
     notes = _bh_power_note(model, result.n_rows, fdr, contamination)
     return Outcome(result.top, result.counts, rule, [Path(out)], None, notes, result.n_rows, result.n_flagged)
 
