@@ -107,6 +107,20 @@ def kernel_rows_per_s(model: object, X: np.ndarray, chunk: int) -> float:
         detector.SCORE_CHUNK = old
 
 
+def explain_cost(model: object, data: Path, rows: int = 20_000) -> tuple[float, float]:
+    """Seconds for ``score_rows`` on ``rows`` rows without and with explanations."""
+    import pyarrow.parquet as pq
+
+    frame = pq.ParquetFile(data).read_row_group(0).to_pandas().iloc[:rows]
+    model.score_rows(frame.iloc[:100], explain=True)  # warm-up
+    times = []
+    for explain in (False, True):
+        start = time.perf_counter()
+        model.score_rows(frame, explain=explain)
+        times.append(time.perf_counter() - start)
+    return times[0], times[1]
+
+
 def run_child(args: list[str], cwd: Path) -> tuple[float, float]:
     """Run ``nrad ARGS``; return (wall seconds, the child's peak RSS in GiB)."""
     rss_file = cwd / "rss.txt"
@@ -200,6 +214,9 @@ def report(work: Path, args: argparse.Namespace) -> None:
     print("scoring kernel, rows in memory: " + ", ".join(
         f"chunk {c}: {r:,.0f} rows/s ({r / bound:.0%} of bound)" for c, r in kernel.items()))  # fmt: skip
     del X
+    plain, explained = explain_cost(model, work / "data.parquet")
+    print(f"explanations (top_features, 20,000 rows): {explained:.2f} s vs {plain:.2f} s without, "
+          f"{explained / plain:.0f}x")  # fmt: skip
 
     single_s, single_rss = run_child(
         ["score", "data.parquet", "--model", "m.nrad", "--out", "single.parquet", "--no-explain",
