@@ -93,6 +93,18 @@ def flops_per_row(model: object, X: np.ndarray) -> float:
     return counter.get_total_flops() / len(X)
 
 
+def op_profile(model: object, X: np.ndarray, top: int = 5) -> str:
+    """Where the scoring kernel spends its time: torch profiler, 5 chunks of 8,192 rows."""
+    from torch.profiler import ProfilerActivity, profile
+
+    model.detector.anomaly_score(X[:8192])  # warm-up
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        model.detector.anomaly_score(X[: 5 * 8192])
+    events = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    total = sum(e.self_cpu_time_total for e in events)
+    return ", ".join(f"{e.key} {e.self_cpu_time_total / total:.0%}" for e in events[:top])
+
+
 def kernel_rows_per_s(model: object, X: np.ndarray, chunk: int) -> float:
     import nrad.detector as detector
 
@@ -213,6 +225,7 @@ def report(work: Path, args: argparse.Namespace) -> None:
     kernel = {chunk: kernel_rows_per_s(model, X, chunk) for chunk in (1024, 4096, 8192, 32768)}
     print("scoring kernel, rows in memory: " + ", ".join(
         f"chunk {c}: {r:,.0f} rows/s ({r / bound:.0%} of bound)" for c, r in kernel.items()))  # fmt: skip
+    print("scoring kernel time by op (self CPU): " + op_profile(model, X))
     del X
     plain, explained = explain_cost(model, work / "data.parquet")
     print(f"explanations (top_features, 20,000 rows): {explained:.2f} s vs {plain:.2f} s without, "
