@@ -61,7 +61,32 @@ def scores(model: NRDE, X_train: np.ndarray, X_test: np.ndarray) -> dict[str, np
     # = s_i sqrt(1 - floor^2 / norm_i^2) (Gaussian noise of sd `floor` per source).
     w = np.sqrt(wiener(norms, True))
     out["knn_sw_flat"] = knn_score(s_tr * w, s_te * w)
+    # Soft split inside the flow's own density: each source's latent energy
+    # weighted by its Wiener gain, the log-determinant kept whole.
+    energy, logdet = flow_terms(model, X_test)
+    for name, w in (("flow_w_flat", wiener(norms, True)), ("flow_w_floor", floor_weights(norms))):
+        out[name] = 0.5 * (energy * w).sum(axis=1) - logdet
     return out
+
+
+def floor_weights(norms: np.ndarray, flat: float = 2.0) -> np.ndarray:
+    """Wiener gains ``1 - floor^2 / norm^2`` with the floor at the flat group's mean energy.
+
+    The flat group: the sources within ``flat`` x of the weakest; with fewer
+    than 2 there is no floor and every gain is 1.
+    """
+    group = norms[norms <= flat * norms.min()]
+    if len(group) < 2:
+        return np.ones_like(norms)
+    return np.clip(1.0 - np.mean(group**2) / norms**2, 0.0, 1.0)
+
+
+def flow_terms(model: NRDE, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-source latent energy ``s_i^2`` and the forward log-determinant, per row."""
+    z = model._standardize(X)
+    with torch.inference_mode():
+        s, logdet = model.flow_(z)
+    return (s * s).numpy(), logdet.numpy()
 
 
 def main() -> None:

@@ -15,8 +15,11 @@ compare like with like:
 4. time the scoring kernel alone (rows already in memory) per chunk size;
 5. ``nrad score DATA --out OUT.parquet --no-explain`` in a child process:
    wall time -> rows/s, and its peak RSS (``getrusage(RUSAGE_CHILDREN)``);
-6. ``nrad score ... --engine dask`` (LocalCluster, 2 workers x 1 thread):
-   rows/s, the ratio to step 5, and whether the two outputs are identical.
+6. ``nrad score ... --engine dask`` (its own LocalCluster: the default one
+   worker with 2 threads, and ``--processes``, 2 worker processes x 1
+   thread): rows/s including cluster start, the ratio to step 5, and whether
+   the outputs are identical to step 5's;
+7. the same library calls on an already running LocalCluster of each kind.
 
 Run on an idle machine (torch's threads spin when another job holds a core):
 
@@ -119,6 +122,28 @@ def kernel_rows_per_s(model: object, X: np.ndarray, chunk: int) -> float:
         detector.SCORE_CHUNK = old
 
 
+def compiled_kernel_rows_per_s(model: object, X: np.ndarray, chunk: int = 8192) -> tuple[float, float, float]:
+    """The flow's log density under ``torch.compile`` (inductor, CPU), full chunks only.
+
+    Returns (compile seconds, rows/s, largest absolute difference from eager).
+    """
+    import torch
+
+    flow = model.detector.flow_
+    Z = model.detector._standardize(X)
+    Z = Z[: len(Z) // chunk * chunk]
+    compiled = torch.compile(flow.log_prob, dynamic=False)
+    with torch.inference_mode():
+        start = time.perf_counter()
+        compiled(Z[:chunk])
+        compile_s = time.perf_counter() - start
+        start = time.perf_counter()
+        out = torch.cat([compiled(Z[i : i + chunk]) for i in range(0, len(Z), chunk)])
+        rate = len(Z) / (time.perf_counter() - start)
+        eager = torch.cat([flow.log_prob(Z[i : i + chunk]) for i in range(0, len(Z), chunk)])
+    return compile_s, rate, float((out - eager).abs().max())
+
+
 def explain_cost(model: object, data: Path, rows: int = 20_000) -> tuple[float, float]:
     """Seconds for ``score_rows`` on ``rows`` rows without and with explanations."""
     import pyarrow.parquet as pq
@@ -143,24 +168,28 @@ def run_child(args: list[str], cwd: Path) -> tuple[float, float]:
     return wall, int(rss_file.read_text()) / 2**20
 
 
-def dask_library_run(work: Path) -> tuple[float, float]:
+def dask_library_run(work: Path, processes: bool) -> tuple[float, float]:
     """Score, flag and write with nrad.distributed on a LocalCluster started beforehand.
 
     Returns (cluster start + worker preparation seconds, scoring seconds):
-    the steady-state figure a user with a running cluster sees.
+    the steady-state figure a user with a running cluster sees.  The cluster
+    is 2 single-thread worker processes, or one worker with 2 threads.
     """
     import logging
 
     import dask
     import dask.dataframe as dd
+    import torch
     from distributed import Client, LocalCluster
 
     from nrad import distributed
     from nrad.workflow import load
 
     model = load(work / "m.nrad")
+    threads = torch.get_num_threads()
     start = time.perf_counter()
-    with LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None,
+    shape = dict(n_workers=2, threads_per_worker=1) if processes else dict(n_workers=1, threads_per_worker=2)
+    with LocalCluster(**shape, processes=processes, dashboard_address="127.0.0.1:0",
                       silence_logs=logging.ERROR) as cluster, Client(cluster) as client:  # fmt: skip
         distributed.prepare_workers(client)
         started = time.perf_counter()
@@ -170,6 +199,9 @@ def dask_library_run(work: Path) -> tuple[float, float]:
         flagged = distributed.flag(scored, model, contamination=0.001)
         dask.compute(flagged.to_parquet(work / "lib_final", write_index=False, compute=False))
         done = time.perf_counter()
+    torch.set_num_threads(threads)  # a threaded worker set this process to 1
+    for name in ("lib_scored", "lib_final"):
+        shutil.rmtree(work / name)
     return started - start, done - started
 
 
@@ -226,6 +258,10 @@ def report(work: Path, args: argparse.Namespace) -> None:
     print("scoring kernel, rows in memory: " + ", ".join(
         f"chunk {c}: {r:,.0f} rows/s ({r / bound:.0%} of bound)" for c, r in kernel.items()))  # fmt: skip
     print("scoring kernel time by op (self CPU): " + op_profile(model, X))
+    compile_s, compiled, diff = compiled_kernel_rows_per_s(model, X)
+    print(f"same kernel under torch.compile (inductor, chunk 8192): {compiled:,.0f} rows/s "
+          f"({compiled / bound:.0%} of bound) after {compile_s:.0f} s compiling; "
+          f"max |diff| {diff:.1e}")  # fmt: skip
     del X
     plain, explained = explain_cost(model, work / "data.parquet")
     print(f"explanations (top_features, 20,000 rows): {explained:.2f} s vs {plain:.2f} s without, "
@@ -238,22 +274,26 @@ def report(work: Path, args: argparse.Namespace) -> None:
     print(f"single process (nrad score, streamed Parquet in and out): {single_s:.1f} s, {single:,.0f} rows/s "
           f"({single / bound:.0%} of the FLOP bound), peak RSS {single_rss:.2f} GiB")  # fmt: skip
 
-    dask_s, _ = run_child(
-        ["score", "data.parquet", "--model", "m.nrad", "--out", "dask_out", "--no-explain",
-         "--engine", "dask",
-         "--workers", "2", "--contamination", "0.001"], work)  # fmt: skip
-    dask_rate = args.rows / dask_s
-    start_s, steady_s = dask_library_run(work)
     a = pd.read_parquet(work / "single.parquet", columns=["anomaly_score", "flagged"])
-    b = pd.read_parquet(work / "dask_out", columns=["anomaly_score", "flagged"])
-    same = len(a) == len(b) and bool((a["anomaly_score"].to_numpy() == b["anomaly_score"].to_numpy()).all())
-    print(f"dask LocalCluster (2 workers x 1 thread, incl. cluster start): {dask_s:.1f} s, "
-          f"{dask_rate:,.0f} rows/s, "
-          f"{dask_rate / single:.0%} of single-process; identical scores: {same}; "
-          f"same flags: {bool((a['flagged'].to_numpy() == b['flagged'].to_numpy()).all())}")  # fmt: skip
-    steady = args.rows / steady_s
-    print(f"dask, library calls on a running cluster (start {start_s:.1f} s not counted): {steady_s:.1f} s, "
-          f"{steady:,.0f} rows/s, {steady / single:.0%} of single-process")  # fmt: skip
+    kinds = (("1 worker x 2 threads, the default", []), ("2 worker processes x 1 thread", ["--processes"]))
+    for label, extra in kinds:
+        out = "dask_out" + "_".join(extra)
+        dask_s, _ = run_child(
+            ["score", "data.parquet", "--model", "m.nrad", "--out", out, "--no-explain", "--engine", "dask",
+             "--workers", "2", "--contamination", "0.001", *extra], work)  # fmt: skip
+        b = pd.read_parquet(work / out, columns=["anomaly_score", "flagged"])
+        same, flags = (len(a) == len(b) and bool((a[c].to_numpy() == b[c].to_numpy()).all())
+                       for c in ("anomaly_score", "flagged"))  # fmt: skip
+        shutil.rmtree(work / out)
+        rate = args.rows / dask_s
+        print(f"dask LocalCluster ({label}; nrad score --engine dask, incl. cluster start): {dask_s:.1f} s, "
+              f"{rate:,.0f} rows/s, {rate / single:.0%} of single-process; identical scores: {same}; "
+              f"same flags: {flags}")  # fmt: skip
+    for label, processes in (("1 worker x 2 threads", False), ("2 worker processes x 1 thread", True)):
+        start_s, steady_s = dask_library_run(work, processes)
+        steady = args.rows / steady_s
+        print(f"dask, library calls on a running LocalCluster ({label}; start {start_s:.1f} s not counted): "
+              f"{steady_s:.1f} s, {steady:,.0f} rows/s, {steady / single:.0%} of single-process")  # fmt: skip
 
 
 if __name__ == "__main__":

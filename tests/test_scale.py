@@ -273,6 +273,26 @@ def test_score_command_on_a_dask_cluster(
     assert not list(tmp_path.glob(".out.*"))  # scratch removed
 
 
+@pytest.mark.parametrize("processes", [False, True], ids=["threads", "processes"])
+def test_score_to_parquet_starts_its_own_local_cluster(
+    processes: bool, model: TableModel, data: pd.DataFrame, tmp_path: Path
+) -> None:
+    import torch
+
+    from nrad.distributed import score_to_parquet
+
+    data.to_parquet(tmp_path / "in.parquet", row_group_size=500)
+    torch.set_num_threads(2)
+    outcome = score_to_parquet(model, tmp_path / "in.parquet", tmp_path / "out", fdr=0.1, explain=False,
+                               n_workers=2, processes=processes)  # fmt: skip
+    ref, _ = model.score(data, fdr=0.1, explain=False)
+    assert_same_rows(pd.read_parquet(tmp_path / "out"), ref)
+    assert outcome.n_rows == len(data) and outcome.n_flagged == int(ref["flagged"].sum())
+    # A threaded worker sets torch to one thread in this very process: restored.
+    assert torch.get_num_threads() == 2
+    assert not list(tmp_path.glob(".out.*"))
+
+
 def test_dask_without_a_cluster_embeds_the_model_once(model: TableModel, data: pd.DataFrame) -> None:
     import dask
     import dask.dataframe as dd

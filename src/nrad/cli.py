@@ -189,8 +189,11 @@ def score(
         ),
     ] = None,
     workers: Annotated[
-        int, typer.Option(min=1, help="With --engine dask and no --scheduler: local workers.")
+        int, typer.Option(min=1, help="With --engine dask and no --scheduler: local worker threads.")
     ] = 2,
+    processes: Annotated[
+        bool, typer.Option(help="With --engine dask and no --scheduler: worker processes, not threads.")
+    ] = False,
     batch_rows: Annotated[int, typer.Option(min=1, help="Rows read and scored per batch.")] = 65_536,
 ) -> None:
     """Score DATA with a saved model.
@@ -209,7 +212,9 @@ def score(
                                      param_hint="--engine")  # fmt: skip
         from nrad.distributed import score_to_parquet
 
-        outcome = score_to_parquet(load(model), data, out, fdr, contamination, explain, scheduler, workers)
+        outcome = score_to_parquet(
+            load(model), data, out, fdr, contamination, explain, scheduler, workers, processes
+        )
     elif out is not None and report is None and label_column is None:
         outcome = score_stream(load(model), data, out, fdr, contamination, explain, batch_rows)
     else:

@@ -19,6 +19,7 @@ import hashlib
 import logging
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,8 @@ from nrad.table import TableModel
 #: Models loaded in this (worker) process, by SHA-256 of their file bytes.
 _LOADED: dict[str, TableModel] = {}
 _MAX_LOADED = 4
+#: Threads of one worker share _LOADED: load each model once, not once per thread.
+_LOAD_LOCK = threading.Lock()
 #: Target partition size when reading files: small enough that every worker
 #: gets several partitions on one machine, large enough to amortize a task.
 BLOCKSIZE = "32MiB"
@@ -94,12 +97,20 @@ def score_to_parquet(
     explain: bool = True,
     scheduler: str | None = None,
     n_workers: int = 2,
+    processes: bool = False,
 ) -> Any:
     """The ``nrad score --engine dask`` command: DATA -> a Parquet dataset directory OUT.
 
     Scores are written once to a scratch dataset beside OUT, the cutoff is
     computed from it, and the flagged dataset is written to a temp directory
     renamed to OUT at the end (an interrupted run leaves no OUT).
+
+    Without ``scheduler`` a LocalCluster is started: by default one worker
+    with ``n_workers`` threads in this process, because the work (Arrow
+    decoding, torch, Parquet writing) releases the GIL and threads skip the
+    worker start-up (importing torch again per process) and the copies
+    between processes (measured by ``benchmarks/scale.py``); ``processes=True``
+    starts ``n_workers`` single-thread worker processes instead.
     """
     import dask
     import dask.dataframe as dd
@@ -112,10 +123,10 @@ def score_to_parquet(
     if out.exists():
         raise NradError(f"{out} exists; --engine dask writes a new Parquet directory, give a new path")
     out.parent.mkdir(parents=True, exist_ok=True)
+    torch_threads = _torch_threads()
     cluster = None
     if scheduler is None:
-        cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, host="127.0.0.1",
-                               dashboard_address=None, silence_logs=logging.ERROR)  # fmt: skip
+        cluster = _local_cluster(LocalCluster, n_workers, processes)
     scratch = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.dask."))
     try:
         with Client(cluster if cluster is not None else scheduler) as client:
@@ -141,11 +152,36 @@ def score_to_parquet(
         shutil.rmtree(scratch, ignore_errors=True)
         if cluster is not None:
             cluster.close()
+        _restore_torch_threads(torch_threads)
     notes = _bh_power_note(model, n_rows, fdr, contamination)
     # Partition indexes restart per file or block: there are no global row numbers to show.
     return Outcome(
         top.reset_index(drop=True), {}, rule, [out], None, notes, n_rows, n_flagged, row_numbers=False
     )
+
+
+def _local_cluster(local_cluster: Any, n_workers: int, processes: bool) -> Any:
+    # The scheduler always serves HTTP (health, metrics; the dashboard if bokeh
+    # is installed): keep it on localhost and a free port, never 0.0.0.0:8787.
+    common = {"dashboard_address": "127.0.0.1:0", "silence_logs": logging.ERROR}
+    if processes:
+        return local_cluster(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                             **common)  # fmt: skip
+    return local_cluster(n_workers=1, threads_per_worker=n_workers, processes=False, **common)
+
+
+def _torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
+def _restore_torch_threads(n: int) -> None:
+    # A threaded local worker runs prepare_workers in this process, which sets
+    # torch to one thread; give the caller its own setting back.
+    import torch
+
+    torch.set_num_threads(n)
 
 
 def _part_name(i: int) -> str:
@@ -179,10 +215,11 @@ def _current_client() -> Any:
 
 
 def prepare_workers(client: Any) -> None:
-    """One torch thread per worker, and nrad imported on every worker now.
+    """One torch thread per task, and nrad imported on every worker now.
 
     Dask runs one task per worker thread; torch's own thread pool on top
-    would oversubscribe the cores.  Importing nrad (torch, scikit-learn,
+    would oversubscribe the cores (the setting is per process, so it also
+    holds for a worker with several threads).  Importing nrad (torch, scikit-learn,
     pandas: seconds) here, on all workers at once, keeps it out of the first
     partition's task.
     """
@@ -198,12 +235,13 @@ def prepare_workers(client: Any) -> None:
 
 
 def _score_partition(part: pd.DataFrame, payload: bytes, digest: str, explain: bool) -> pd.DataFrame:
-    model = _LOADED.get(digest)
-    if model is None:
-        model = model_from_bytes(payload, name=f"model {digest[:12]}")
-        if len(_LOADED) >= _MAX_LOADED:
-            _LOADED.pop(next(iter(_LOADED)))
-        _LOADED[digest] = model
+    with _LOAD_LOCK:
+        model = _LOADED.get(digest)
+        if model is None:
+            model = model_from_bytes(payload, name=f"model {digest[:12]}")
+            if len(_LOADED) >= _MAX_LOADED:
+                _LOADED.pop(next(iter(_LOADED)))
+            _LOADED[digest] = model
     if len(part) == 0:
         return _meta(model, part, explain)
     scored, _ = model.score_rows(part, explain=explain, what="partition")
