@@ -33,6 +33,12 @@ VARIANTS = {
     "probe:knn_sw_flat": (
         "sources times sqrt(1 - floor^2/||J_g e_i||^2) (flat floor only): the pure-source estimate"
     ),
+    "probe:flow_w_flat": (
+        "soft split inside the flow density: sum_i w_i s_i^2 / 2 - log|det|, w_i = knn_uw_flat's weights"
+    ),
+    "probe:flow_w_floor": (
+        "the same, floor^2 = mean ||J_g e_i||^2 of the flat group (>= 2 within 2x of the weakest)"
+    ),
 }
 
 
