@@ -283,10 +283,14 @@ def test_score_to_parquet_starts_its_own_local_cluster(
 
     data.to_parquet(tmp_path / "in.parquet", row_group_size=500)
     torch.set_num_threads(2)
-    outcome = score_to_parquet(model, tmp_path / "in.parquet", tmp_path / "out", fdr=0.1, explain=False,
+    explain = not processes  # threads share one model: explanations (autograd) too
+    outcome = score_to_parquet(model, tmp_path / "in.parquet", tmp_path / "out", fdr=0.1, explain=explain,
                                n_workers=2, processes=processes)  # fmt: skip
-    ref, _ = model.score(data, fdr=0.1, explain=False)
-    assert_same_rows(pd.read_parquet(tmp_path / "out"), ref)
+    ref, _ = model.score(data, fdr=0.1, explain=explain)
+    got = pd.read_parquet(tmp_path / "out")
+    assert_same_rows(got, ref)
+    if explain:
+        assert got["top_features"].tolist() == ref["top_features"].tolist()
     assert outcome.n_rows == len(data) and outcome.n_flagged == int(ref["flagged"].sum())
     # A threaded worker sets torch to one thread in this very process: restored.
     assert torch.get_num_threads() == 2
