@@ -12,7 +12,8 @@ compare like with like:
    ``torch.utils.flop_counter.FlopCounterMode`` on a real scoring call
    (matmuls only: 2 x multiply-adds); the upper bound on rows/s is their
    ratio (elementwise work such as tanh/exp is left out, so it is generous);
-4. time the scoring kernel alone (rows already in memory) per chunk size;
+4. time the scoring kernel alone (rows already in memory) per chunk size,
+   and against scoring one chunk at a time on all torch threads;
 5. ``nrad score DATA --out OUT.parquet --no-explain`` in a child process:
    wall time -> rows/s, and its peak RSS (``getrusage(RUSAGE_CHILDREN)``);
 6. ``nrad score ... --engine dask`` (its own LocalCluster: the default one
@@ -97,29 +98,46 @@ def flops_per_row(model: object, X: np.ndarray) -> float:
 
 
 def op_profile(model: object, X: np.ndarray, top: int = 5) -> str:
-    """Where the scoring kernel spends its time: torch profiler, 5 chunks of 8,192 rows."""
+    """Where the scoring kernel spends its time: torch profiler, 5 chunks of 8,192 rows, one at a time."""
     from torch.profiler import ProfilerActivity, profile
 
-    model.detector.anomaly_score(X[:8192])  # warm-up
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        model.detector.anomaly_score(X[: 5 * 8192])
+    import nrad.detector as detector
+
+    run_chunks, detector._run_chunks = detector._run_chunks, serial_chunks  # profile on this thread
+    try:
+        model.detector.anomaly_score(X[:8192])  # warm-up
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            model.detector.anomaly_score(X[: 5 * 8192])
+    finally:
+        detector._run_chunks = run_chunks
     events = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
     total = sum(e.self_cpu_time_total for e in events)
     return ", ".join(f"{e.key} {e.self_cpu_time_total / total:.0%}" for e in events[:top])
 
 
-def kernel_rows_per_s(model: object, X: np.ndarray, chunk: int) -> float:
+def kernel_rows_per_s(model: object, X: np.ndarray, chunk: int, serial: bool = False) -> float:
+    """Scoring rows/s with rows in memory; ``serial``: one chunk at a time, each op on all torch threads."""
     import nrad.detector as detector
 
-    old = detector.SCORE_CHUNK
+    old, run_chunks = detector.SCORE_CHUNK, detector._run_chunks
     detector.SCORE_CHUNK = chunk
+    if serial:
+        detector._run_chunks = serial_chunks
     try:
         model.detector.anomaly_score(X[:chunk])  # warm-up
         start = time.perf_counter()
         model.detector.anomaly_score(X)
         return len(X) / (time.perf_counter() - start)
     finally:
-        detector.SCORE_CHUNK = old
+        detector.SCORE_CHUNK, detector._run_chunks = old, run_chunks
+
+
+def serial_chunks(chunks: list, fn: object, grad: bool = False, parallel: bool = True) -> list:
+    """nrad before it scored chunks in parallel (kept here for the comparison)."""
+    import torch
+
+    with torch.inference_mode():
+        return [fn(c) for c in chunks]
 
 
 def compiled_kernel_rows_per_s(model: object, X: np.ndarray, chunk: int = 8192) -> tuple[float, float, float]:
@@ -257,6 +275,10 @@ def report(work: Path, args: argparse.Namespace) -> None:
     kernel = {chunk: kernel_rows_per_s(model, X, chunk) for chunk in (1024, 4096, 8192, 32768)}
     print("scoring kernel, rows in memory: " + ", ".join(
         f"chunk {c}: {r:,.0f} rows/s ({r / bound:.0%} of bound)" for c, r in kernel.items()))  # fmt: skip
+    serial = kernel_rows_per_s(model, X, 8192, serial=True)
+    print(f"  (chunks run {torch.get_num_threads()} at a time, one torch thread each; one chunk at a time "
+          f"with each op on {torch.get_num_threads()} threads instead: {serial:,.0f} rows/s, "
+          f"{serial / bound:.0%} of bound)")  # fmt: skip
     print("scoring kernel time by op (self CPU): " + op_profile(model, X))
     compile_s, compiled, diff = compiled_kernel_rows_per_s(model, X)
     print(f"same kernel under torch.compile (inductor, chunk 8192): {compiled:,.0f} rows/s "

@@ -67,6 +67,25 @@ def test_scores_do_not_depend_on_batching(fitted: tuple[NRDE, np.ndarray]) -> No
     np.testing.assert_allclose(parts, full, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("n_pure", [None, 2], ids=["no-noise-sources", "two-noise-sources"])
+def test_chunks_in_parallel_equal_chunks_one_at_a_time(n_pure: int | None, monkeypatch: object) -> None:
+    import nrad.detector as detector
+
+    X = np.random.default_rng(1).normal(size=(500, 4))
+    det = NRDE(max_epochs=3, n_pure_sources=n_pure, random_state=0).fit(X)
+    assert len(det.noise_sources_) == (0 if n_pure is None else 2)
+    monkeypatch.setattr(detector, "SCORE_CHUNK", 64)  # 8 chunks
+    before = torch.get_num_threads()
+    got = {}
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        got[threads] = (det.anomaly_score(X), det.transform(X), det.explain(X[:100]))
+        assert torch.get_num_threads() == threads  # restored after the parallel run
+    torch.set_num_threads(before)
+    for a, b in zip(got[1], got[2], strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_dataframe_feature_names() -> None:
     df = pd.DataFrame(np.random.default_rng(0).normal(size=(100, 3)), columns=["a", "b", "c"])
     det = NRDE(max_epochs=3, random_state=0).fit(df)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
+from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral, Real
 from typing import Any
 
@@ -253,7 +255,9 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         """
         Z = self._standardize(X)
         noise = tuple(int(i) for i in self.noise_sources_)
-        return _map_chunks(Z, lambda z: pure_log_density(self.flow_, z, noise))
+        # Noise sources need forward-mode AD, whose levels torch keeps per
+        # process, not per thread: those chunks run one at a time.
+        return _map_chunks(Z, lambda z: pure_log_density(self.flow_, z, noise), parallel=not noise)
 
     def p_values(self, X: Any) -> np.ndarray:
         """Conformal p-values of each row against the calibration rows.
@@ -288,13 +292,15 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         noise = tuple(int(i) for i in self.noise_sources_)
         steps = (torch.arange(n_steps, dtype=torch.float64) + 0.5) / n_steps
         chunk = max(1, SCORE_CHUNK // n_steps)
-        parts = []
-        for start in range(0, Z.shape[0], chunk):
-            z = Z[start : start + chunk]
+
+        def attribute(z: torch.Tensor) -> torch.Tensor:
             path = (steps[:, None, None] * z[None]).reshape(-1, z.shape[1]).requires_grad_(True)
             score = -pure_log_density(self.flow_, path, noise)
             (grad,) = torch.autograd.grad(score.sum(), path)
-            parts.append(grad.reshape(n_steps, *z.shape).mean(dim=0) * z)
+            return grad.reshape(n_steps, *z.shape).mean(dim=0) * z
+
+        chunks = [Z[start : start + chunk] for start in range(0, Z.shape[0], chunk)]
+        parts = _run_chunks(chunks, attribute, grad=True, parallel=not noise)  # see log_density
         return torch.cat(parts).detach().numpy()
 
     def transform(self, X: Any) -> np.ndarray:
@@ -409,11 +415,42 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         return tags
 
 
-def _map_chunks(Z: torch.Tensor, fn: Any) -> np.ndarray:
+def _map_chunks(Z: torch.Tensor, fn: Any, parallel: bool = True) -> np.ndarray:
     """Apply ``fn`` to fixed-size row chunks without autograd; float64 out."""
-    with torch.inference_mode():
-        parts = [fn(Z[i : i + SCORE_CHUNK]) for i in range(0, Z.shape[0], SCORE_CHUNK)]
+    chunks = [Z[i : i + SCORE_CHUNK] for i in range(0, Z.shape[0], SCORE_CHUNK)]
+    parts = _run_chunks(chunks, fn, parallel=parallel)
     return torch.cat(parts).numpy().astype(np.float64, copy=False)
+
+
+def _run_chunks(
+    chunks: list[torch.Tensor], fn: Any, grad: bool = False, parallel: bool = True
+) -> list[torch.Tensor]:
+    """``[fn(c) for c in chunks]``, in inference mode unless ``grad``; in parallel if ``parallel``.
+
+    With torch set to n > 1 threads, n chunks run at once on n Python
+    threads with one torch thread each (torch releases the GIL inside its
+    ops), instead of one chunk at a time with every op split n ways: the
+    flow's layers are narrow (64 units), so splitting each small op costs
+    more in synchronization than it gains (measured by benchmarks/scale.py,
+    kernel lines).  Every chunk is computed the same way either way: a
+    row's score does not depend on the thread count.
+    """
+
+    def run(chunk: torch.Tensor) -> torch.Tensor:
+        # Grad and inference modes are per thread: set them in the worker.
+        with contextlib.nullcontext() if grad else torch.inference_mode():
+            return fn(chunk)
+
+    threads = torch.get_num_threads()
+    n = min(threads, len(chunks)) if parallel else 1
+    if n <= 1:
+        return [run(c) for c in chunks]
+    torch.set_num_threads(1)
+    try:
+        with ThreadPoolExecutor(n, thread_name_prefix="nrad-chunks") as pool:
+            return list(pool.map(run, chunks))
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _calibration_split(
