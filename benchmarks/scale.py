@@ -132,7 +132,7 @@ def kernel_rows_per_s(model: object, X: np.ndarray, chunk: int, serial: bool = F
         detector.SCORE_CHUNK, detector._run_chunks = old, run_chunks
 
 
-def serial_chunks(chunks: list, fn: object, grad: bool = False, parallel: bool = True) -> list:
+def serial_chunks(chunks: list, fn: object, grad: bool = False) -> list:
     """nrad before it scored chunks in parallel (kept here for the comparison)."""
     import torch
 

@@ -255,9 +255,7 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         """
         Z = self._standardize(X)
         noise = tuple(int(i) for i in self.noise_sources_)
-        # Noise sources need forward-mode AD, whose levels torch keeps per
-        # process, not per thread: those chunks run one at a time.
-        return _map_chunks(Z, lambda z: pure_log_density(self.flow_, z, noise), parallel=not noise)
+        return _map_chunks(Z, lambda z: pure_log_density(self.flow_, z, noise))
 
     def p_values(self, X: Any) -> np.ndarray:
         """Conformal p-values of each row against the calibration rows.
@@ -300,8 +298,7 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
             return grad.reshape(n_steps, *z.shape).mean(dim=0) * z
 
         chunks = [Z[start : start + chunk] for start in range(0, Z.shape[0], chunk)]
-        parts = _run_chunks(chunks, attribute, grad=True, parallel=not noise)  # see log_density
-        return torch.cat(parts).detach().numpy()
+        return torch.cat(_run_chunks(chunks, attribute, grad=True)).detach().numpy()
 
     def transform(self, X: Any) -> np.ndarray:
         """The estimated sources ``s = f(x)`` of each row, shape (n, n_features_in_)."""
@@ -415,17 +412,14 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         return tags
 
 
-def _map_chunks(Z: torch.Tensor, fn: Any, parallel: bool = True) -> np.ndarray:
+def _map_chunks(Z: torch.Tensor, fn: Any) -> np.ndarray:
     """Apply ``fn`` to fixed-size row chunks without autograd; float64 out."""
-    chunks = [Z[i : i + SCORE_CHUNK] for i in range(0, Z.shape[0], SCORE_CHUNK)]
-    parts = _run_chunks(chunks, fn, parallel=parallel)
+    parts = _run_chunks([Z[i : i + SCORE_CHUNK] for i in range(0, Z.shape[0], SCORE_CHUNK)], fn)
     return torch.cat(parts).numpy().astype(np.float64, copy=False)
 
 
-def _run_chunks(
-    chunks: list[torch.Tensor], fn: Any, grad: bool = False, parallel: bool = True
-) -> list[torch.Tensor]:
-    """``[fn(c) for c in chunks]``, in inference mode unless ``grad``; in parallel if ``parallel``.
+def _run_chunks(chunks: list[torch.Tensor], fn: Any, grad: bool = False) -> list[torch.Tensor]:
+    """``[fn(c) for c in chunks]``, in inference mode unless ``grad``, chunks in parallel.
 
     With torch set to n > 1 threads, n chunks run at once on n Python
     threads with one torch thread each (torch releases the GIL inside its
@@ -433,7 +427,8 @@ def _run_chunks(
     flow's layers are narrow (64 units), so splitting each small op costs
     more in synchronization than it gains (measured by benchmarks/scale.py,
     kernel lines).  Every chunk is computed the same way either way: a
-    row's score does not depend on the thread count.
+    row's score does not depend on the thread count.  (Forward-mode AD, for
+    noise sources, takes turns: see ``nrad.jacobian._FORWARD_AD``.)
     """
 
     def run(chunk: torch.Tensor) -> torch.Tensor:
@@ -442,7 +437,7 @@ def _run_chunks(
             return fn(chunk)
 
     threads = torch.get_num_threads()
-    n = min(threads, len(chunks)) if parallel else 1
+    n = min(threads, len(chunks))
     if n <= 1:
         return [run(c) for c in chunks]
     torch.set_num_threads(1)

@@ -15,6 +15,7 @@ zero exactly when the columns are orthogonal (Hadamard's inequality).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 import torch
@@ -22,6 +23,11 @@ import torch.autograd.forward_ad as fwAD
 from torch import Tensor
 
 from nrad.flow import CouplingFlow
+
+#: torch keeps forward-mode AD levels per process, not per thread: a second
+#: thread entering a dual level fails ("Nested forward mode AD is not
+#: supported"), so threads that score in parallel take turns here.
+_FORWARD_AD = threading.Lock()
 
 
 def generator_columns(flow: CouplingFlow, s: Tensor, index: Sequence[int] | Tensor) -> Tensor:
@@ -47,7 +53,7 @@ def generator_columns(flow: CouplingFlow, s: Tensor, index: Sequence[int] | Tens
     tiled = s.repeat(k, 1)
     tangent = torch.zeros(k * n, d, dtype=s.dtype)
     tangent[torch.arange(k * n), index.repeat_interleave(n)] = 1.0
-    with fwAD.dual_level():
+    with _FORWARD_AD, fwAD.dual_level():
         out = flow.nonlinear_inverse(fwAD.make_dual(tiled, tangent))
         columns = fwAD.unpack_dual(out).tangent
     if columns is None:  # a flow without coupling layers: the tangent passes through unchanged

@@ -156,10 +156,9 @@ def _score_to_spill(
     top = pd.DataFrame()
     writer = None
     start = 0
+    batches = scored_batches(model, prefetch(iter_table(data, batch_rows)), explain, data)
     try:
-        for frame in prefetch(iter_table(data, batch_rows)):
-            what = f"{data} (rows {start + 1}-{start + len(frame)})"
-            part, part_counts = model.score_rows(frame, explain=explain, what=what)
+        for part, part_counts in batches:
             if calib.size:
                 rank_counts += np.bincount(
                     conformal_ranks(calib, part["anomaly_score"]), minlength=calib.size + 1
@@ -174,11 +173,55 @@ def _score_to_spill(
             top = _merge_top(top, part.set_axis(pd.RangeIndex(start, start + len(part))))
             start += len(part)
     finally:
+        batches.close()  # now, not when collected: stops the workers, restores torch's threads
         if writer is not None:
             writer.close()
     if writer is None:
         raise NradError(f"{data} has no rows (only a header?)")
     return start, rank_counts, top, counts
+
+
+def scored_batches(
+    model: TableModel, frames: Iterator[pd.DataFrame], explain: bool, data: str | Path
+) -> Iterator[tuple[pd.DataFrame, dict[str, int]]]:
+    """``model.score_rows`` of each batch, in input order, n batches at a time.
+
+    n is torch's thread count; each batch runs on its own Python thread with
+    one torch thread, so the schema transform, the p-values and the flow all
+    run n-wide (torch, Arrow and NumPy release the GIL) instead of only the
+    flow's ops being split n ways (benchmarks/scale.py measures the gain).
+    Scores do not depend on the thread count.  An error in a batch is
+    raised when that batch's turn comes, after every batch before it.
+    """
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    import torch
+
+    def score(frame: pd.DataFrame, start: int) -> tuple[pd.DataFrame, dict[str, int]]:
+        what = f"{data} (rows {start + 1}-{start + len(frame)})"
+        return model.score_rows(frame, explain=explain, what=what)
+
+    threads = torch.get_num_threads()
+    start = 0
+    if threads <= 1:
+        for frame in frames:
+            yield score(frame, start)
+            start += len(frame)
+        return
+    torch.set_num_threads(1)
+    try:
+        with ThreadPoolExecutor(threads, thread_name_prefix="nrad-score") as pool:
+            pending: deque[Any] = deque()
+            for frame in frames:
+                pending.append(pool.submit(score, frame, start))
+                start += len(frame)
+                if len(pending) >= threads:  # at most `threads` batches in flight
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+    finally:
+        torch.set_num_threads(threads)
 
 
 def prefetch(batches: Iterator[pd.DataFrame], depth: int = 2) -> Iterator[pd.DataFrame]:
