@@ -15,7 +15,7 @@ compare like with like:
 4. time the scoring kernel alone (rows already in memory) per chunk size,
    and against scoring one chunk at a time on all torch threads;
 5. ``nrad score DATA --out OUT.parquet --no-explain`` in a child process:
-   wall time -> rows/s, and its peak RSS (``getrusage(RUSAGE_CHILDREN)``);
+   wall time -> rows/s, and its peak RSS (the child's own ``getrusage(RUSAGE_SELF)``);
 6. ``nrad score ... --engine dask`` (its own LocalCluster: the default one
    worker with 2 threads, and ``--processes``, 2 worker processes x 1
    thread): rows/s including cluster start, the ratio to step 5, and whether
