@@ -21,9 +21,7 @@ from sklearn.metrics import roc_auc_score
 
 from nrad.bench.datasets import dataset_paths, load_dataset
 from nrad.bench.settings import make_split
-from nrad.detector import NRDE, PENALTY_EVERY
-from nrad.flow import CouplingFlow, standard_normal_logpdf
-from nrad.jacobian import ima_penalty
+from nrad.detector import NRDE
 from nrad.preprocess import ProtocolScaler
 
 
@@ -38,22 +36,8 @@ class TrimmedNRDE(NRDE):
 
     z_cut = 3.5
 
-    def _loss(
-        self, flow: CouplingFlow, batch: torch.Tensor, gen: torch.Generator, penalize: bool
-    ) -> torch.Tensor:
-        d = batch.shape[1]
-        s, logdet = flow(batch)
-        loss = trimmed_mean(-(standard_normal_logpdf(s).sum(dim=1) + logdet), self.z_cut)
-        if penalize and self.penalty_weight > 0 and d > 1:
-            rows = slice(0, self.penalty_rows)
-            penalty = ima_penalty(flow, s[rows], logdet[rows], self.penalty_columns, gen)
-            loss = loss + PENALTY_EVERY * self.penalty_weight * penalty.mean()
-        return loss / d
-
-    def _validation_loss(self, flow: CouplingFlow, Z_val: torch.Tensor) -> float:
-        flow.eval()
-        with torch.inference_mode():
-            return float(trimmed_mean(-flow.log_prob(Z_val), self.z_cut)) / Z_val.shape[1]
+    def _mean_nll(self, nll: torch.Tensor) -> torch.Tensor:
+        return trimmed_mean(nll, self.z_cut)
 
 
 def main() -> None:

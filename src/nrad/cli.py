@@ -174,7 +174,7 @@ def score(
     contamination: ContOpt = None,
     label_column: Annotated[str | None, typer.Option(help="0/1 labels for ROC/PR (not a feature).")] = None,
     explain: Annotated[
-        bool, typer.Option(help="Add top_features per row (integrated gradients: 20-35x the cost of scoring).")
+        bool, typer.Option(help="Add top_features per row (integrated gradients, 20-35x the scoring cost).")
     ] = True,
     engine: Annotated[
         str,
