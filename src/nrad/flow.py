@@ -29,19 +29,31 @@ def standard_normal_logpdf(s: Tensor) -> Tensor:
     return -0.5 * (s * s + LOG_2PI)
 
 
+class _Linear(nn.Linear):
+    """``nn.Linear`` whose parameters are left uninitialized on construction.
+
+    Weights are drawn by ``_init_weights`` from the flow's own generator (or
+    loaded from a model file); nn.Linear's default init would consume
+    torch's global RNG.  Not ``nn.utils.skip_init``: its meta-device
+    round trip costs ~0.4 s on first use in a process, paid by every
+    ``nrad score`` and every Dask worker that loads a model.
+    """
+
+    def reset_parameters(self) -> None:
+        pass
+
+
 class Conditioner(nn.Module):
     """MLP that maps the conditioning half to (log-scale, shift) of the other half."""
 
     def __init__(self, n_in: int, n_out: int, hidden: int) -> None:
         super().__init__()
-        # skip_init: weights are drawn by _init_weights from the flow's own
-        # generator; nn.Linear's default init would consume torch's global RNG.
         self.net = nn.Sequential(
-            nn.utils.skip_init(nn.Linear, n_in, hidden),
+            _Linear(n_in, hidden),
             nn.SiLU(),
-            nn.utils.skip_init(nn.Linear, hidden, hidden),
+            _Linear(hidden, hidden),
             nn.SiLU(),
-            nn.utils.skip_init(nn.Linear, hidden, 2 * n_out),
+            _Linear(hidden, 2 * n_out),
         )
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
