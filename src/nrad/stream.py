@@ -32,6 +32,10 @@ from nrad.table import TableModel
 
 #: Rows per batch read from the input (and per Parquet row group written).
 BATCH_ROWS = 65_536
+#: Streamed batches in flight per scoring thread: 2, so each worker has its
+#: next batch while the caller writes a finished one (with 1, a worker idled
+#: during every write; benchmarks/scale.py measures the difference).
+IN_FLIGHT_PER_THREAD = 2
 #: Default fit budget: files with more rows are fitted on a uniform sample this large.
 SAMPLE_ROWS = 200_000
 #: Rows shown in the command line's summary table.
@@ -156,16 +160,22 @@ def _score_to_spill(
     top = pd.DataFrame()
     writer = None
     start = 0
-    batches = scored_batches(model, prefetch(iter_table(data, batch_rows)), explain, data)
+
+    def finish(part: pd.DataFrame) -> tuple[np.ndarray | None, pa.Table]:
+        # On the batch's own thread: the rank histogram and the Arrow table
+        # (both release the GIL), so the writing thread only writes.
+        ranks = None
+        if calib.size:
+            ranks = np.bincount(conformal_ranks(calib, part["anomaly_score"]), minlength=calib.size + 1)
+        return ranks, pa.Table.from_pandas(part, preserve_index=False)
+
+    batches = scored_batches(model, prefetch(iter_table(data, batch_rows)), explain, data, finish)
     try:
-        for part, part_counts in batches:
-            if calib.size:
-                rank_counts += np.bincount(
-                    conformal_ranks(calib, part["anomaly_score"]), minlength=calib.size + 1
-                )
+        for part, part_counts, (ranks, table) in batches:
+            if ranks is not None:
+                rank_counts += ranks
             for key, value in part_counts.items():
                 counts[key] = counts.get(key, 0) + value
-            table = pa.Table.from_pandas(part, preserve_index=False)
             if writer is None:
                 writer = pq.ParquetWriter(spill, table.schema)
             table = _conform(table, writer.schema, data, start)
@@ -182,25 +192,32 @@ def _score_to_spill(
 
 
 def scored_batches(
-    model: TableModel, frames: Iterator[pd.DataFrame], explain: bool, data: str | Path
-) -> Iterator[tuple[pd.DataFrame, dict[str, int]]]:
-    """``model.score_rows`` of each batch, in input order, n batches at a time.
+    model: TableModel,
+    frames: Iterator[pd.DataFrame],
+    explain: bool,
+    data: str | Path,
+    finish: Callable[[pd.DataFrame], Any] = lambda part: None,
+) -> Iterator[tuple[pd.DataFrame, dict[str, int], Any]]:
+    """``model.score_rows`` of each batch and ``finish`` of its result, in input order, n at a time.
 
     n is torch's thread count; each batch runs on its own Python thread with
     one torch thread, so the schema transform, the p-values and the flow all
     run n-wide (torch, Arrow and NumPy release the GIL) instead of only the
     flow's ops being split n ways (benchmarks/scale.py measures the gain).
-    Scores do not depend on the thread count.  An error in a batch is
-    raised when that batch's turn comes, after every batch before it.
+    Up to 2n batches are in flight, so that the n workers stay busy while
+    the caller handles a finished batch.  Scores do not depend on the
+    thread count.  An error in a batch is raised when that batch's turn
+    comes, after every batch before it.
     """
     from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
     import torch
 
-    def score(frame: pd.DataFrame, start: int) -> tuple[pd.DataFrame, dict[str, int]]:
+    def score(frame: pd.DataFrame, start: int) -> tuple[pd.DataFrame, dict[str, int], Any]:
         what = f"{data} (rows {start + 1}-{start + len(frame)})"
-        return model.score_rows(frame, explain=explain, what=what)
+        part, counts = model.score_rows(frame, explain=explain, what=what)
+        return part, counts, finish(part)
 
     threads = torch.get_num_threads()
     start = 0
@@ -216,7 +233,7 @@ def scored_batches(
             for frame in frames:
                 pending.append(pool.submit(score, frame, start))
                 start += len(frame)
-                if len(pending) >= threads:  # at most `threads` batches in flight
+                if len(pending) >= IN_FLIGHT_PER_THREAD * threads:
                     yield pending.popleft().result()
             while pending:
                 yield pending.popleft().result()
