@@ -66,7 +66,24 @@ def scores(model: NRDE, X_train: np.ndarray, X_test: np.ndarray) -> dict[str, np
     energy, logdet = flow_terms(model, X_test)
     for name, w in (("flow_w_flat", wiener(norms, True)), ("flow_w_floor", floor_weights(norms))):
         out[name] = 0.5 * (energy * w).sum(axis=1) - logdet
+    # Ensemble of the flow density and k-NN in standardized x, each put on a
+    # common scale by the robust z of its own training-row scores (k-NN on
+    # training rows leave-one-out, so a row is not its own neighbour).
+    flow_tr, knn_tr = model.anomaly_score(X_train), knn_loo(z_tr)
+    out["ens_rz"] = 0.5 * (robust_z(flow_tr, out["flow"]) + robust_z(knn_tr, out["knn_x"]))
     return out
+
+
+def knn_loo(train: np.ndarray, k: int = K) -> np.ndarray:
+    """Mean distance of each training row to its k nearest other training rows."""
+    nn = NearestNeighbors(n_neighbors=min(k + 1, len(train))).fit(train)
+    return nn.kneighbors(train)[0][:, 1:].mean(axis=1)
+
+
+def robust_z(ref: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``(x - median(ref)) / IQR(ref)``; the IQR floored so a constant reference cannot divide by 0."""
+    q1, med, q3 = np.quantile(ref, [0.25, 0.5, 0.75])
+    return (x - med) / max(q3 - q1, 1e-12 * max(1.0, abs(med)))
 
 
 def floor_weights(norms: np.ndarray, flat: float = 2.0) -> np.ndarray:
