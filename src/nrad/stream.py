@@ -34,7 +34,7 @@ from nrad.table import TableModel
 BATCH_ROWS = 65_536
 #: Streamed batches in flight per scoring thread: 2, so each worker has its
 #: next batch while the caller writes a finished one (with 1, a worker idled
-#: during every write; benchmarks/scale.py measures the difference).
+#: during every write; docs/scaling.md has the before/after timing).
 IN_FLIGHT_PER_THREAD = 2
 #: Default fit budget: files with more rows are fitted on a uniform sample this large.
 SAMPLE_ROWS = 200_000
