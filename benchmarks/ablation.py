@@ -8,7 +8,11 @@ Sources:
   estimators sharing that flow;
 - ``results/probe_smoothing.csv`` (``benchmarks/probe_smoothing.py``): NRDE
   fitted with several training-noise levels, and the level chosen by
-  held-out likelihood (a second table).
+  held-out likelihood (a second table);
+- ``results/probe_params.csv`` (``benchmarks/probe_params.py``): smaller
+  flows, and the size chosen by held-out likelihood (a third table);
+- ``results/probe_mixture.csv`` (``benchmarks/probe_mixture.py``): NRDE with
+  a factorized Gaussian-mixture base density (a fourth table).
 
 Per setting: mean AUROC and average rank over the datasets every variant
 finished (seed 0; rank 1 = best AUROC, ties averaged).
@@ -55,6 +59,25 @@ SMOOTHING = {
         "per fit, the train_noise whose flow has the lowest NLL on the clean validation rows "
         "(the default when there are too few of them for early stopping)"
     ),
+}
+
+
+PARAMS = {
+    "nrde": "NRDE default (runs.csv; 6 coupling layers, width 64)",
+    "knn": "PyOD k-NN baseline in x (runs.csv)",
+    "probe:default": "NRDE refitted by the probe (checks that it matches runs.csv)",
+    "probe:n_transforms=2": "2 coupling layers",
+    "probe:n_transforms=4,hidden_units=32": "4 coupling layers of width 32",
+    "probe:select": (
+        "per fit, the size whose flow has the lowest NLL on the clean validation rows "
+        "(the default when there are too few of them for early stopping)"
+    ),
+}
+MIXTURE = {
+    "nrde": "NRDE default (runs.csv; standard-normal base)",
+    "vanilla-flow": "same flow, no IMA penalty, no split (runs.csv)",
+    "knn": "PyOD k-NN baseline in x (runs.csv)",
+    "probe:mixture": "each source's base density a learned 1-D mixture of 3 Gaussians",
 }
 
 
@@ -110,6 +133,12 @@ HEAD = [
     "best) over the datasets every variant of that table finished.", "",
     "## Pure-density estimators on one NRDE flow (results/probe_scores.csv)", "",
 ]  # fmt: skip
+PARAMS_HEAD = [
+    "", "## Flow size (results/probe_params.csv)", "",
+]  # fmt: skip
+MIXTURE_HEAD = [
+    "", "## Mixture base density (results/probe_mixture.csv)", "",
+]  # fmt: skip
 SMOOTHING_HEAD = [
     "", "## Training-noise smoothing (results/probe_smoothing.csv)", "",
     "The flow trained on rows plus N(0, h^2) noise learns the data density smoothed",
@@ -122,14 +151,20 @@ def main() -> None:
     parser.add_argument("--runs", type=Path, default=Path("results/runs.csv"))
     parser.add_argument("--probe", type=Path, default=Path("results/probe_scores.csv"))
     parser.add_argument("--smoothing", type=Path, default=Path("results/probe_smoothing.csv"))
+    parser.add_argument("--params", type=Path, default=Path("results/probe_params.csv"))
+    parser.add_argument("--mixture", type=Path, default=Path("results/probe_mixture.csv"))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path("results/ABLATION.md"))
     args = parser.parse_args()
     from nrad.io import atomic_path
 
     lines = render(summarize(table(args.runs, args.probe, args.seed, VARIANTS)), VARIANTS, HEAD)
-    smoothing = table(args.runs, args.smoothing, args.seed, SMOOTHING)
-    lines += render(summarize(smoothing), SMOOTHING, SMOOTHING_HEAD)
+    for path, variants, head in (
+        (args.smoothing, SMOOTHING, SMOOTHING_HEAD),
+        (args.params, PARAMS, PARAMS_HEAD),
+        (args.mixture, MIXTURE, MIXTURE_HEAD),
+    ):
+        lines += render(summarize(table(args.runs, path, args.seed, variants)), variants, head)
     text = "\n".join(lines) + "\n"
     with atomic_path(args.out) as tmp:
         tmp.write_text(text)
