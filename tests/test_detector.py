@@ -67,6 +67,22 @@ def test_scores_do_not_depend_on_batching(fitted: tuple[NRDE, np.ndarray]) -> No
     np.testing.assert_allclose(parts, full, rtol=1e-12, atol=1e-12)
 
 
+def test_whitening_does_not_depend_on_the_blas_thread_count() -> None:
+    # At d = 100 a 2-thread BLAS sums the covariance in another order
+    # (1e-12 apart), which training amplifies into a different fit.
+    from threadpoolctl import threadpool_limits
+
+    from nrad.detector import _pca_whitening
+
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(2000, 100)) @ rng.normal(size=(100, 100))
+    with threadpool_limits(1):
+        one = _pca_whitening(Z, 0.05)
+    with threadpool_limits(2):
+        two = _pca_whitening(Z, 0.05)
+    np.testing.assert_array_equal(one, two)
+
+
 @pytest.mark.parametrize("n_pure", [None, 2], ids=["no-noise-sources", "two-noise-sources"])
 def test_chunks_in_parallel_equal_chunks_one_at_a_time(n_pure: int | None, monkeypatch: object) -> None:
     import nrad.detector as detector
