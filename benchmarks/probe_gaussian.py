@@ -19,12 +19,9 @@ import argparse
 from pathlib import Path
 
 import numpy as np
+from probe_common import protocol_splits
 from sklearn.metrics import roc_auc_score
 from sklearn.neighbors import NearestNeighbors
-
-from nrad.bench.datasets import dataset_paths, load_dataset
-from nrad.bench.settings import make_split
-from nrad.preprocess import ProtocolScaler
 
 
 def scores(X_train: np.ndarray, X_test: np.ndarray) -> dict[str, np.ndarray]:
@@ -51,15 +48,11 @@ def main() -> None:
     parser.add_argument("--datasets", required=True)
     parser.add_argument("--settings", default="vanilla,noisy-gauss-0.5")
     args = parser.parse_args()
-    paths = dataset_paths(args.data_dir)
-    for name in args.datasets.split(","):
-        data = load_dataset(paths[name])
-        for setting in args.settings.split(","):
-            split = make_split(data, setting, 0)
-            scaler = ProtocolScaler().fit(split.X_train)
-            found = scores(scaler.transform(split.X_train), scaler.transform(split.X_test))
-            aurocs = {k: round(roc_auc_score(split.y_test, v), 3) for k, v in found.items()}
-            print(name, setting, aurocs, flush=True)
+    for name, setting, X_train, X_test, y_test in protocol_splits(
+        args.data_dir, args.datasets, args.settings
+    ):
+        aurocs = {k: round(roc_auc_score(y_test, v), 3) for k, v in scores(X_train, X_test).items()}
+        print(name, setting, aurocs, flush=True)
 
 
 if __name__ == "__main__":

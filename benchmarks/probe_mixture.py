@@ -9,7 +9,8 @@ the IMA penalty and of the pure / noise split) but each may be multi-modal,
 so the flow only has to bend the modes, not create them.  Everything else is
 NRDE's default; the pure density uses the mixture marginals of the pure
 sources.  Prints and appends ``dataset,setting,seed,variant,auroc`` rows
-(seed 0, the benchmark protocol) for ``mixture`` (and, with
+(seed 0, the benchmark protocol; pairs already in ``--out`` are skipped)
+for ``mixture`` (and, with
 ``--with-default``, NRDE's default refitted; it equals the seed-0 ``nrde``
 rows of results/runs.csv, which ``benchmarks/ablation.py`` compares with).
 
@@ -20,25 +21,21 @@ rows of results/runs.csv, which ``benchmarks/ablation.py`` compares with).
 from __future__ import annotations
 
 import argparse
-import csv
 import math
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from probe_common import append_rows, done_pairs, protocol_splits
 from sklearn.metrics import roc_auc_score
 from torch import Tensor, nn
 
 import nrad.detector as detector
-from nrad.bench.datasets import dataset_paths, load_dataset
-from nrad.bench.settings import make_split
 from nrad.detector import NRDE, _map_chunks
 from nrad.flow import CouplingFlow
 from nrad.jacobian import ima_penalty, log_column_norms
-from nrad.preprocess import ProtocolScaler
 
 COMPONENTS = 3
 
@@ -125,26 +122,14 @@ def main() -> None:
     variants = [("default", NRDE)] if args.with_default else []
     variants.append(("mixture", MixtureNRDE))
     torch.set_num_threads(1)
-    paths = dataset_paths(args.data_dir)
-    for name in args.datasets.split(","):
-        data = load_dataset(paths[name])
-        for setting in args.settings.split(","):
-            split = make_split(data, setting, 0)
-            scaler = ProtocolScaler().fit(split.X_train)
-            X_train, X_test = scaler.transform(split.X_train), scaler.transform(split.X_test)
-            rows = []
-            for variant, cls in variants:
-                score = cls(random_state=0).fit(X_train).anomaly_score(X_test)
-                rows.append(dict(dataset=name, setting=setting, seed=0, variant=variant,
-                                 auroc=roc_auc_score(split.y_test, score)))  # fmt: skip
-            summary = {r["variant"]: round(r["auroc"], 3) for r in rows}
-            print(name, setting, summary, file=sys.stderr, flush=True)
-            write = not args.out.exists()
-            with args.out.open("a", newline="") as fh:
-                writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-                if write:
-                    writer.writeheader()
-                writer.writerows(rows)
+    splits = protocol_splits(args.data_dir, args.datasets, args.settings, skip=done_pairs(args.out))
+    for name, setting, X_train, X_test, y_test in splits:
+        rows = []
+        for variant, cls in variants:
+            score = cls(random_state=0).fit(X_train).anomaly_score(X_test)
+            rows.append(dict(dataset=name, setting=setting, seed=0, variant=variant,
+                             auroc=roc_auc_score(y_test, score)))  # fmt: skip
+        append_rows(args.out, rows)
 
 
 if __name__ == "__main__":

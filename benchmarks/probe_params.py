@@ -17,19 +17,15 @@ from __future__ import annotations
 
 import argparse
 import ast
-import csv
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
 import torch
+from probe_common import append_rows, done_pairs, protocol_splits
 from sklearn.metrics import roc_auc_score
 
-from nrad.bench.datasets import dataset_paths, load_dataset
-from nrad.bench.settings import make_split
 from nrad.detector import NRDE
-from nrad.preprocess import ProtocolScaler
 
 
 def parse_variant(text: str) -> dict[str, Any]:
@@ -56,35 +52,16 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     variants = {name: parse_variant(name) for name in args.variants.split(";")}
-    done: set[tuple[str, str]] = set()
-    if args.out.exists():
-        with args.out.open() as fh:
-            done = {(r["dataset"], r["setting"]) for r in csv.DictReader(fh)}
-    paths = dataset_paths(args.data_dir)
-    for name in args.datasets.split(","):
-        data = load_dataset(paths[name])
-        for setting in args.settings.split(","):
-            if (name, setting) in done:
-                continue
-            split = make_split(data, setting, 0)
-            scaler = ProtocolScaler().fit(split.X_train)
-            X_train, X_test = scaler.transform(split.X_train), scaler.transform(split.X_test)
-            rows = [run(X_train, X_test, split.y_test, v, p) for v, p in variants.items()]
-            finite = [r for r in rows if math.isfinite(r["val_nll"])]
-            default = next((r for r in rows if r["variant"] == "default"), rows[0])
-            rows.append(
-                {**(min(finite, key=lambda r: r["val_nll"]) if finite else default), "variant": "select"}
-            )
-            rows = [dict(dataset=name, setting=setting, seed=0, **r) for r in rows]
-            print(
-                name, setting, {r["variant"]: round(r["auroc"], 3) for r in rows}, file=sys.stderr, flush=True
-            )
-            write = not args.out.exists()
-            with args.out.open("a", newline="") as fh:
-                writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-                if write:
-                    writer.writeheader()
-                writer.writerows(rows)
+    splits = protocol_splits(args.data_dir, args.datasets, args.settings, skip=done_pairs(args.out))
+    for name, setting, X_train, X_test, y_test in splits:
+        rows = [run(X_train, X_test, y_test, v, p) for v, p in variants.items()]
+        finite = [r for r in rows if math.isfinite(r["val_nll"])]
+        default = next((r for r in rows if r["variant"] == "default"), rows[0])
+        best = min(finite, key=lambda r: r["val_nll"]) if finite else default
+        rows = [
+            dict(dataset=name, setting=setting, seed=0, **r) for r in [*rows, {**best, "variant": "select"}]
+        ]
+        append_rows(args.out, rows)
 
 
 if __name__ == "__main__":

@@ -17,12 +17,10 @@ import argparse
 from pathlib import Path
 
 import torch
+from probe_common import protocol_splits
 from sklearn.metrics import roc_auc_score
 
-from nrad.bench.datasets import dataset_paths, load_dataset
-from nrad.bench.settings import make_split
 from nrad.detector import NRDE
-from nrad.preprocess import ProtocolScaler
 
 
 def trimmed_mean(nll: torch.Tensor, z_cut: float) -> torch.Tensor:
@@ -49,18 +47,14 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     TrimmedNRDE.z_cut = args.z_cut
-    paths = dataset_paths(args.data_dir)
-    for name in args.datasets.split(","):
-        data = load_dataset(paths[name])
-        for setting in args.settings.split(","):
-            split = make_split(data, setting, 0)
-            scaler = ProtocolScaler().fit(split.X_train)
-            X_train, X_test = scaler.transform(split.X_train), scaler.transform(split.X_test)
-            aurocs = [
-                roc_auc_score(split.y_test, cls(random_state=0).fit(X_train).anomaly_score(X_test))
-                for cls in (NRDE, TrimmedNRDE)
-            ]
-            print(f"{name},{setting},{aurocs[0]:.4f},{aurocs[1]:.4f}", flush=True)
+    for name, setting, X_train, X_test, y_test in protocol_splits(
+        args.data_dir, args.datasets, args.settings
+    ):
+        aurocs = [
+            roc_auc_score(y_test, cls(random_state=0).fit(X_train).anomaly_score(X_test))
+            for cls in (NRDE, TrimmedNRDE)
+        ]
+        print(f"{name},{setting},{aurocs[0]:.4f},{aurocs[1]:.4f}", flush=True)
 
 
 if __name__ == "__main__":
