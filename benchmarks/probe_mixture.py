@@ -70,7 +70,12 @@ class MixtureFlow(CouplingFlow):
 
 
 def pure_log_density(flow: MixtureFlow, x: Tensor, noise: Sequence[int]) -> Tensor:
-    """nrad.sources.pure_log_density with the mixture marginals for the pure sources."""
+    """nrad.sources.pure_log_density with the mixture marginals for the pure sources.
+
+    A copy rather than a parameter of the library function: the library's
+    pure density is derived for the standard-normal base (docs/method.md
+    section 4), and this probe is the only other base so far.
+    """
     s, logdet_forward = flow(x)
     if len(noise) == 0:
         return flow.base.logpdf(s).sum(dim=1) + logdet_forward
