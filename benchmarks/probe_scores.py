@@ -13,19 +13,16 @@ AUROC table.  Exploratory: the committed figures for decisions come from
 from __future__ import annotations
 
 import argparse
-import csv
-import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
+from probe_common import append_rows, protocol_splits
 from sklearn.metrics import roc_auc_score
 from sklearn.neighbors import NearestNeighbors
 
-from nrad.bench.datasets import dataset_paths, load_dataset
-from nrad.bench.settings import make_split
 from nrad.detector import NRDE
-from nrad.preprocess import ProtocolScaler
 
 K = 5
 
@@ -119,38 +116,19 @@ def main() -> None:
     rows: list[dict] = []
     done = set()
     if args.out.exists():
-        import pandas as pd
-
         prev = pd.read_csv(args.out)
         rows = prev.to_dict("records")
         done = set(zip(prev.dataset, prev.setting, strict=True))
-    paths = dataset_paths(args.data_dir)
-    for name in args.datasets.split(","):
-        data = load_dataset(paths[name])
-        for setting in args.settings.split(","):
-            if (name, setting) in done:
-                continue
-            split = make_split(data, setting, args.seed)
-            scaler = ProtocolScaler().fit(split.X_train)
-            X_tr, X_te = scaler.transform(split.X_train), scaler.transform(split.X_test)
-            model = NRDE(random_state=args.seed).fit(X_tr)
-            new = [
-                dict(dataset=name, setting=setting, seed=args.seed, variant=variant,
-                     auroc=roc_auc_score(split.y_test, sc))
-                for variant, sc in scores(model, X_tr, X_te).items()
-            ]  # fmt: skip
-            rows += new
-            print(
-                name, setting, {r["variant"]: round(r["auroc"], 3) for r in new}, file=sys.stderr, flush=True
-            )
-            write = not args.out.exists()
-            with args.out.open("a", newline="") as fh:
-                writer = csv.DictWriter(fh, fieldnames=list(new[0]))
-                if write:
-                    writer.writeheader()
-                writer.writerows(new)
-    import pandas as pd
-
+    splits = protocol_splits(args.data_dir, args.datasets, args.settings, args.seed, skip=done)
+    for name, setting, X_tr, X_te, y_test in splits:
+        model = NRDE(random_state=args.seed).fit(X_tr)
+        key = dict(dataset=name, setting=setting, seed=args.seed)
+        new = [
+            {**key, "variant": variant, "auroc": roc_auc_score(y_test, sc)}
+            for variant, sc in scores(model, X_tr, X_te).items()
+        ]
+        rows += new
+        append_rows(args.out, new)
     table = pd.DataFrame(rows).pivot_table(index="variant", columns="setting", values="auroc", aggfunc="mean")
     print(table.round(3).to_string())
 
