@@ -43,6 +43,9 @@ STEP_BUDGET = 2500
 PENALTY_EVERY = 4
 #: Smallest validation part for which early stopping is trusted.
 MIN_VALIDATION_ROWS = 20
+#: Early stopping waits at least this many gradient steps without a better
+#: held-out loss (and at least ``n_iter_no_change`` epochs).
+PATIENCE_STEPS = 500
 
 
 class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
@@ -348,6 +351,7 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         flow = CouplingFlow(d, self.n_transforms, self.hidden_units, rng, linear_init=whitening)
         steps_per_epoch = math.ceil(len(train) / self.batch_size)
         epochs = self.max_epochs or _auto_epochs(steps_per_epoch)
+        patience = max(self.n_iter_no_change, math.ceil(PATIENCE_STEPS / steps_per_epoch))
         opt = torch.optim.Adam(flow.parameters(), lr=lr, weight_decay=self.weight_decay)
         best_state, best_val, stale = copy.deepcopy(flow.state_dict()), math.inf, 0
         self.loss_curve_, self.validation_loss_curve_ = [], []
@@ -379,7 +383,7 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
                 best_state, best_val, stale = copy.deepcopy(flow.state_dict()), val_loss, 0
             else:
                 stale += 1
-                if stale >= self.n_iter_no_change:
+                if stale >= patience:
                     break
         self.n_epochs_ = len(self.loss_curve_)
         if Z_val is not None:
