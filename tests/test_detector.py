@@ -8,7 +8,7 @@ import pytest
 import torch
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from nrad import NRDE, detector
+from nrad import NRDE
 
 FAST = {"max_epochs": 5, "n_transforms": 2, "hidden_units": 8, "random_state": 0}
 SMALL = {"n_transforms": 2, "hidden_units": 8}
@@ -135,21 +135,18 @@ def _stale_epochs_at_stop(curve: list[float]) -> int:
     return len(curve) - 1 - last_better
 
 
-def test_early_stopping_holds_out_rows(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(detector, "PATIENCE_STEPS", 1)
+def test_early_stopping_holds_out_rows() -> None:
     X = np.random.default_rng(0).normal(size=(1000, 2))
     det = NRDE(max_epochs=200, n_iter_no_change=2, random_state=0).fit(X)
     assert len(det.validation_loss_curve_) == det.n_epochs_ < 200
     assert _stale_epochs_at_stop(det.validation_loss_curve_) == 2
 
 
-def test_patience_is_at_least_patience_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_patience_is_at_least_patience_steps() -> None:
     # 270 training rows in batches of 64 are 5 steps per epoch: 60 steps of
-    # patience are 12 epochs, more than n_iter_no_change's 3.  (Counted in
-    # epochs alone, small tables stopped after a few dozen steps, before the
-    # flow had moved off its Gaussian start: docs/method.md section 10.)
-    monkeypatch.setattr(detector, "PATIENCE_STEPS", 60)
+    # patience are 12 epochs, more than n_iter_no_change's 3.
     X = np.random.default_rng(1).normal(size=(300, 2))
-    det = NRDE(max_epochs=500, n_iter_no_change=3, batch_size=64, random_state=0, **SMALL).fit(X)
+    det = NRDE(max_epochs=500, n_iter_no_change=3, patience_steps=60, batch_size=64, random_state=0, **SMALL)
+    det.fit(X)
     assert det.n_epochs_ < 500
     assert _stale_epochs_at_stop(det.validation_loss_curve_) == 12
