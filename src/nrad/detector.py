@@ -104,10 +104,10 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         Stop no earlier than this many gradient steps without improvement
         either (on small tables an epoch is a few steps).  ``500`` lets the
         flow move off its Gaussian start on small noisy tables and raised
-        mean benchmark AUROC by 0.001-0.004, but triples fit time on small
-        tables and sharpens the fit on discrete columns, which makes
-        explanations of extreme rows erratic; not the default (docs/method.md
-        section 10).
+        NRDE's mean benchmark AUROC by up to 0.005 (0.000 in transductive),
+        but fits tables of 800-4,600 rows 3-5x slower and sharpens the fit
+        on discrete columns, which makes explanations of extreme rows
+        erratic; not the default (docs/method.md section 10).
     contamination : float, default=0.1
         Expected share of outliers in the training rows; sets ``offset_``.
     calibration_fraction : float, default=0.0
