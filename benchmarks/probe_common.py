@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import csv
+import math
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +15,15 @@ import numpy as np
 from nrad.bench.datasets import dataset_paths, load_dataset
 from nrad.bench.settings import make_split
 from nrad.preprocess import ProtocolScaler
+
+
+def probe_parser(doc: str, settings: str = "vanilla,noisy-gauss-0.5") -> argparse.ArgumentParser:
+    """The arguments every probe takes (--data-dir, --datasets, --settings); add the probe's own."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--datasets", required=True)
+    parser.add_argument("--settings", default=settings)
+    return parser
 
 
 def protocol_splits(
@@ -33,6 +44,18 @@ def protocol_splits(
             split = make_split(data, setting, seed)
             scaler = ProtocolScaler().fit(split.X_train)
             yield name, setting, scaler.transform(split.X_train), scaler.transform(split.X_test), split.y_test
+
+
+def pending_splits(args: argparse.Namespace) -> Iterator[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]]:
+    """:func:`protocol_splits` of a probe's arguments, without the pairs already in ``args.out``."""
+    return protocol_splits(args.data_dir, args.datasets, args.settings, skip=done_pairs(args.out))
+
+
+def select_by_validation(rows: list[dict[str, Any]], default: dict[str, Any]) -> dict[str, Any]:
+    """The row whose flow had the lowest held-out NLL (``val_nll``): model selection from training
+    rows alone; ``default`` when no fit had a validation part (too few rows)."""
+    finite = [r for r in rows if math.isfinite(r["val_nll"])]
+    return min(finite, key=lambda r: r["val_nll"]) if finite else default
 
 
 def done_pairs(out: Path) -> set[tuple[str, str]]:

@@ -15,11 +15,8 @@ beyond the Gaussian.
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
 import numpy as np
-from probe_common import protocol_splits
+from probe_common import probe_parser, protocol_splits
 from sklearn.metrics import roc_auc_score
 from sklearn.neighbors import NearestNeighbors
 
@@ -43,10 +40,7 @@ def scores(X_train: np.ndarray, X_test: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, required=True)
-    parser.add_argument("--datasets", required=True)
-    parser.add_argument("--settings", default="vanilla,noisy-gauss-0.5")
+    parser = probe_parser(__doc__)
     args = parser.parse_args()
     for name, setting, X_train, X_test, y_test in protocol_splits(
         args.data_dir, args.datasets, args.settings

@@ -20,7 +20,6 @@ rows of results/runs.csv, which ``benchmarks/ablation.py`` compares with).
 
 from __future__ import annotations
 
-import argparse
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,7 +27,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from probe_common import append_rows, done_pairs, protocol_splits
+from probe_common import append_rows, pending_splits, probe_parser
 from sklearn.metrics import roc_auc_score
 from torch import Tensor, nn
 
@@ -117,18 +116,14 @@ class MixtureNRDE(NRDE):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, required=True)
-    parser.add_argument("--datasets", required=True)
-    parser.add_argument("--settings", default="vanilla,noisy-gauss-0.5")
+    parser = probe_parser(__doc__)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--with-default", action="store_true")
     args = parser.parse_args()
     variants = [("default", NRDE)] if args.with_default else []
     variants.append(("mixture", MixtureNRDE))
     torch.set_num_threads(1)
-    splits = protocol_splits(args.data_dir, args.datasets, args.settings, skip=done_pairs(args.out))
-    for name, setting, X_train, X_test, y_test in splits:
+    for name, setting, X_train, X_test, y_test in pending_splits(args):
         rows = []
         for variant, cls in variants:
             score = cls(random_state=0).fit(X_train).anomaly_score(X_test)

@@ -15,14 +15,13 @@ val_nll`` rows to ``--out`` and skips (dataset, setting) pairs already there.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import math
 from pathlib import Path
 from typing import Any
 
 import torch
-from probe_common import append_rows, done_pairs, protocol_splits
+from probe_common import append_rows, pending_splits, probe_parser, select_by_validation
 from sklearn.metrics import roc_auc_score
 
 from nrad.detector import NRDE
@@ -43,21 +42,16 @@ def run(X_train: Any, X_test: Any, y_test: Any, name: str, params: dict[str, Any
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, required=True)
-    parser.add_argument("--datasets", required=True)
-    parser.add_argument("--settings", default="vanilla,noisy-gauss-0.5")
+    parser = probe_parser(__doc__)
     parser.add_argument("--variants", default="default;n_transforms=2;n_transforms=4,hidden_units=32")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     torch.set_num_threads(1)
     variants = {name: parse_variant(name) for name in args.variants.split(";")}
-    splits = protocol_splits(args.data_dir, args.datasets, args.settings, skip=done_pairs(args.out))
-    for name, setting, X_train, X_test, y_test in splits:
+    for name, setting, X_train, X_test, y_test in pending_splits(args):
         rows = [run(X_train, X_test, y_test, v, p) for v, p in variants.items()]
-        finite = [r for r in rows if math.isfinite(r["val_nll"])]
         default = next((r for r in rows if r["variant"] == "default"), rows[0])
-        best = min(finite, key=lambda r: r["val_nll"]) if finite else default
+        best = select_by_validation(rows, default)
         rows = [
             dict(dataset=name, setting=setting, seed=0, **r) for r in [*rows, {**best, "variant": "select"}]
         ]

@@ -12,13 +12,12 @@ AUROC table.  Exploratory: the committed figures for decisions come from
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
-from probe_common import append_rows, protocol_splits
+from probe_common import append_rows, probe_parser, protocol_splits
 from sklearn.metrics import roc_auc_score
 from sklearn.neighbors import NearestNeighbors
 
@@ -104,10 +103,7 @@ def flow_terms(model: NRDE, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, required=True)
-    parser.add_argument("--datasets", required=True)
-    parser.add_argument("--settings", default="vanilla,noisy-gauss-0.5")
+    parser = probe_parser(__doc__)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, required=True)

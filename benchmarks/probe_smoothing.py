@@ -16,12 +16,11 @@ Prints and appends ``dataset,setting,seed,variant,auroc,val_nll`` rows
 
 from __future__ import annotations
 
-import argparse
 import math
 from pathlib import Path
 
 import torch
-from probe_common import append_rows, done_pairs, protocol_splits
+from probe_common import append_rows, pending_splits, probe_parser, select_by_validation
 from sklearn.metrics import roc_auc_score
 
 from nrad.detector import NRDE
@@ -30,17 +29,13 @@ DEFAULT = 0.05
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, required=True)
-    parser.add_argument("--datasets", required=True)
-    parser.add_argument("--settings", default="vanilla,noisy-gauss-0.5")
+    parser = probe_parser(__doc__)
     parser.add_argument("--noise", default="0.05,0.15,0.3")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     torch.set_num_threads(1)
     noises = [float(h) for h in args.noise.split(",")]
-    splits = protocol_splits(args.data_dir, args.datasets, args.settings, skip=done_pairs(args.out))
-    for name, setting, X_train, X_test, y_test in splits:
+    for name, setting, X_train, X_test, y_test in pending_splits(args):
         rows = []
         for h in noises:
             model = NRDE(train_noise=h, random_state=0).fit(X_train)
@@ -49,8 +44,7 @@ def main() -> None:
             rows.append(
                 dict(dataset=name, setting=setting, seed=0, variant=f"h={h:g}", auroc=auroc, val_nll=val)
             )
-        finite = [r for r in rows if math.isfinite(r["val_nll"])]
-        pick = min(finite, key=lambda r: r["val_nll"]) if finite else rows[noises.index(DEFAULT)]
+        pick = select_by_validation(rows, rows[noises.index(DEFAULT)])
         append_rows(args.out, [*rows, {**pick, "variant": "select"}])
 
 

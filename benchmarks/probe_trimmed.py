@@ -13,11 +13,8 @@ settings -- stop pulling density towards themselves.
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
 import torch
-from probe_common import protocol_splits
+from probe_common import probe_parser, protocol_splits
 from sklearn.metrics import roc_auc_score
 
 from nrad.detector import NRDE
@@ -39,10 +36,7 @@ class TrimmedNRDE(NRDE):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, required=True)
-    parser.add_argument("--datasets", required=True)
-    parser.add_argument("--settings", default="transductive,contaminated-5,vanilla")
+    parser = probe_parser(__doc__, settings="transductive,contaminated-5,vanilla")
     parser.add_argument("--z-cut", type=float, default=3.5)
     args = parser.parse_args()
     torch.set_num_threads(1)
