@@ -5,12 +5,16 @@ each, from ``tests/test_product.py::messy_csv``, seeds 1 and 2), fits
 ``fit_table`` on the first with ``patience_steps`` 0 (the default) and 500,
 and for each fit prints: epochs run and the scores of the paths' starts;
 the median over rows of the summed absolute per-column contributions and
-the planted anomaly's (last row) top three columns, for integrated
-gradients from the training mean (``explain``, its default 16 steps), from
-``g(0)`` and along a straight path in source space (64 steps); per-column
-occlusion; and exact Shapley values over the input columns (absent columns
-from the training row with the median score).  Also the missing-merchant
-row's (row 4) top three under Shapley.
+the planted anomaly's (last row) top three columns, for the shipped
+explanation (``TableModel.contributions``: integrated gradients from the
+training mean with no missing cells, 16 steps, the missing-cell count
+credited to the missing columns), integrated gradients from ``g(0)`` and
+along a straight path in source space (64 steps); per-column occlusion;
+and exact Shapley values over the input columns (absent columns from the
+complete training row with the median score, the missing-cell count that
+of the present columns, so every coalition is a row that can occur).
+Also the missing-merchant row's (row 4) top three under the shipped
+explanation and under Shapley.
 
     python benchmarks/probe_explain.py
 """
@@ -29,7 +33,7 @@ import torch
 
 from nrad.detector import NRDE
 from nrad.sources import pure_log_density
-from nrad.table import fit_table
+from nrad.table import _credit_missing_count, fit_table
 
 PLANTED, MISSING_MERCHANT = 399, 4
 
@@ -54,22 +58,33 @@ def source_path(det: NRDE, Z: torch.Tensor, n: int = 64) -> np.ndarray:
     return (grad.reshape(n, *Z.shape) * (xs[1:] - xs[:-1])).sum(0).numpy()
 
 
-def by_column(contrib: np.ndarray, cols: np.ndarray, groups: list[str]) -> np.ndarray:
-    return np.stack([contrib[:, cols == g].sum(axis=1) for g in groups], axis=1)
+def by_column(contrib: np.ndarray, cols: np.ndarray, groups: list[str], missing: np.ndarray) -> np.ndarray:
+    """Per input column, the missing-cell count credited as ``TableModel.contributions`` does."""
+    frame = pd.DataFrame(contrib, columns=cols).T.groupby(level=0, sort=False).sum().T
+    return _credit_missing_count(frame, missing, groups)[groups].to_numpy()
 
 
-def occlusion(det: NRDE, X: np.ndarray, ref: np.ndarray, cols: np.ndarray, groups: list[str]) -> np.ndarray:
+def occlusion(
+    det: NRDE, X: np.ndarray, missing: np.ndarray, ref: np.ndarray, cols: np.ndarray, groups: list[str]
+) -> np.ndarray:
+    """Drop in score when one column takes the complete row ``ref``'s value (and is no longer missing)."""
     score = det.anomaly_score(X)
     out = []
-    for g in groups:
+    for k, g in enumerate(groups):
         Xo = X.copy()
         Xo[:, cols == g] = ref[cols == g]
+        Xo[:, -1] -= missing[:, k]
         out.append(score - det.anomaly_score(Xo))
     return np.stack(out, axis=1)
 
 
-def shapley(det: NRDE, x: np.ndarray, ref: np.ndarray, cols: np.ndarray, groups: list[str]) -> np.ndarray:
-    """Exact Shapley values of the score over column groups, absent groups from ``ref``."""
+def shapley(
+    det: NRDE, x: np.ndarray, missing: np.ndarray, ref: np.ndarray, cols: np.ndarray, groups: list[str]
+) -> np.ndarray:
+    """Exact Shapley values of the score over column groups, absent groups from the complete row ``ref``.
+
+    The missing-cell count (the last feature) is that of the present columns.
+    """
     masks = list(itertools.product([0, 1], repeat=len(groups)))
     rows = []
     for mask in masks:
@@ -77,6 +92,7 @@ def shapley(det: NRDE, x: np.ndarray, ref: np.ndarray, cols: np.ndarray, groups:
         for k, g in enumerate(groups):
             if mask[k]:
                 z[cols == g] = x[cols == g]
+        z[-1] = np.dot(mask, missing)
         rows.append(z)
     value = dict(zip(masks, det.anomaly_score(np.array(rows)), strict=True))
     G, phi = len(groups), np.zeros(len(groups))
@@ -96,10 +112,11 @@ def top3(values: np.ndarray, groups: list[str]) -> str:
 def report(patience_steps: int, train: pd.DataFrame, data: pd.DataFrame) -> None:
     model = fit_table(train, id_column="txn_id", ignore=["label"], patience_steps=patience_steps)
     det, cols = model.detector, np.array(model.schema.source_column())
-    groups = list(dict.fromkeys(cols.tolist()))
-    X, _ = model.features(data, "data")
-    X_train, _ = model.features(train, "training data")
-    ref = X_train[np.argsort(det.anomaly_score(X_train))[len(X_train) // 2]]
+    groups = [c.name for c in model.schema.columns]
+    X, _, missing = model.features_with_missing(data, "data")
+    X_train, _, missing_train = model.features_with_missing(train, "training data")
+    complete = X_train[missing_train.sum(axis=1) == 0]
+    ref = complete[np.argsort(det.anomaly_score(complete))[len(complete) // 2]]
     Z = det._standardize(X)
     with torch.no_grad():
         g0 = det.flow_.generate(torch.zeros(1, Z.shape[1], dtype=torch.float64))
@@ -111,16 +128,19 @@ def report(patience_steps: int, train: pd.DataFrame, data: pd.DataFrame) -> None
         f"{mean_score:.2f}, of g(0) {g0_score:.2f}, median row {np.median(det.anomaly_score(X)):.2f}"
     )
     variants = {
-        "IG from the training mean": by_column(det.explain(X), cols, groups),
-        "IG from g(0)": by_column(integrated_gradients(det, Z, g0), cols, groups),
-        "IG along a source-space path": by_column(source_path(det, Z), cols, groups),
-        "occlusion": occlusion(det, X, ref, cols, groups),
+        "shipped (IG from the training mean)": model.contributions(X, missing)[groups].to_numpy(),
+        "IG from g(0)": by_column(integrated_gradients(det, Z, g0), cols, groups, missing),
+        "IG along a source-space path": by_column(source_path(det, Z), cols, groups, missing),
+        "occlusion": occlusion(det, X, missing, ref, cols, groups),
     }
     for name, contrib in variants.items():
         median = np.median(np.abs(contrib).sum(axis=1))
         print(f"  {name}: median sum |c| {median:.1f}; planted: {top3(contrib[PLANTED], groups)}")
+    shipped = variants["shipped (IG from the training mean)"]
+    print(f"  shipped, row {MISSING_MERCHANT}: {top3(shipped[MISSING_MERCHANT], groups)}")
     for row in (PLANTED, MISSING_MERCHANT):
-        print(f"  Shapley, row {row}: {top3(shapley(det, X[row], ref, cols, groups), groups)}")
+        phi = shapley(det, X[row], missing[row], ref, cols, groups)
+        print(f"  Shapley, row {row}: {top3(phi, groups)}")
 
 
 def main() -> None:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from nrad import NRDE
+from nrad.preprocess import MISSING_COUNT
+from nrad.table import fit_table
 
 
 def test_planted_features_rank_first() -> None:
@@ -23,3 +26,43 @@ def test_planted_features_rank_first() -> None:
     # Completeness: contributions add up to score(row) - score(training mean).
     gap = det.anomaly_score(test) - det.anomaly_score(det.mean_[None])[0]
     np.testing.assert_allclose(contrib.sum(axis=1), gap, rtol=1e-2, atol=1e-2)
+
+
+def test_baseline_sets_the_reference_row() -> None:
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(400, 4)) @ rng.normal(size=(4, 4))
+    det = NRDE(random_state=0, max_epochs=5).fit(X)
+    rows, baseline = X[:20].copy(), X[20]
+    rows[:, 2] = baseline[2]
+    contrib = det.explain(rows, n_steps=64, baseline=baseline)
+    # A feature at its baseline value contributes nothing; the rest add up to the score gap.
+    np.testing.assert_array_equal(contrib[:, 2], 0.0)
+    gap = det.anomaly_score(rows) - det.anomaly_score(baseline[None])[0]
+    np.testing.assert_allclose(contrib.sum(axis=1), gap, rtol=1e-2, atol=1e-2)
+    # The default baseline is the training mean.
+    np.testing.assert_array_equal(det.explain(rows), det.explain(rows, baseline=det.mean_))
+
+
+def test_missing_count_is_credited_to_the_missing_columns() -> None:
+    rng = np.random.default_rng(2)
+    df = pd.DataFrame(rng.normal(size=(300, 3)), columns=["a", "b", "c"])
+    df["kind"] = rng.choice(["x", "y"], size=300)
+    df.loc[rng.choice(300, 30, replace=False), "b"] = np.nan
+    df.loc[[5, 7], "kind"] = None
+    df.loc[7, "c"] = np.nan
+    model = fit_table(df, max_epochs=5)
+    X, _, missing = model.features_with_missing(df)
+    assert missing.shape == (300, 4) and missing.sum() == 33
+    raw = model.contributions(X)  # __n_missing__ kept as its own column
+    credited = model.contributions(X, missing)
+    assert MISSING_COUNT in raw.columns and MISSING_COUNT not in credited.columns
+    complete = missing.sum(axis=1) == 0
+    # The reference row has no missing cells, so the count adds nothing to a complete row ...
+    np.testing.assert_array_equal(raw.loc[complete, MISSING_COUNT], 0.0)
+    # ... and a row's count contribution goes to its missing columns in equal shares.
+    share = raw[MISSING_COUNT] / np.maximum(missing.sum(axis=1), 1)
+    for k, name in enumerate(["a", "b", "c", "kind"]):
+        np.testing.assert_allclose(credited[name], raw[name] + missing[:, k] * share)
+    np.testing.assert_allclose(credited.sum(axis=1), raw.sum(axis=1))
+    scored, _ = model.score_rows(df)
+    assert not scored["top_features"].str.contains(MISSING_COUNT).any()

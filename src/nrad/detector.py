@@ -283,31 +283,42 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
             )
         return conformal_p_values(self.calibration_scores_, self.anomaly_score(X))
 
-    def explain(self, X: Any, n_steps: int = 16) -> np.ndarray:
+    def explain(self, X: Any, n_steps: int = 16, baseline: Any = None) -> np.ndarray:
         """Per-feature contributions to each row's anomaly score.
 
         Integrated gradients (Sundararajan et al., 2017) of the anomaly score
-        along the straight path from the training mean to the row, in
-        standardized units: contribution ``j`` is
-        ``z_j * mean_t d score / d z_j (t z)``.  The contributions of a row
-        add up to its score minus the score of the training mean, and a
-        change along a noise source contributes nothing (the pure-data score
-        does not move).  See docs/method.md.
+        along the straight path from ``baseline`` (default: the training
+        mean) to the row, in standardized units: contribution ``j`` is
+        ``(z_j - b_j) * mean_t d score / d z_j (b + t (z - b))``.  The
+        contributions of a row add up to its score minus the baseline's
+        score, a feature equal to its baseline value contributes nothing,
+        and a change along a noise source contributes nothing (the
+        pure-data score does not move).  See docs/method.md.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in_)
+        n_steps : int
+            Points on the path (midpoint rule).
+        baseline : array-like of shape (n_features_in_,), optional
+            The reference row, in the units of ``X``.
 
         Returns
         -------
         ndarray of shape (n_samples, n_features_in_)
         """
         Z = self._standardize(X)
+        base = self._standardize(np.reshape(self.mean_ if baseline is None else baseline, (1, -1)))
         noise = tuple(int(i) for i in self.noise_sources_)
         steps = (torch.arange(n_steps, dtype=torch.float64) + 0.5) / n_steps
         chunk = max(1, SCORE_CHUNK // n_steps)
 
         def attribute(z: torch.Tensor) -> torch.Tensor:
-            path = (steps[:, None, None] * z[None]).reshape(-1, z.shape[1]).requires_grad_(True)
+            delta = z - base
+            path = (base + steps[:, None, None] * delta[None]).reshape(-1, z.shape[1]).requires_grad_(True)
             score = -pure_log_density(self.flow_, path, noise)
             (grad,) = torch.autograd.grad(score.sum(), path)
-            return grad.reshape(n_steps, *z.shape).mean(dim=0) * z
+            return grad.reshape(n_steps, *z.shape).mean(dim=0) * delta
 
         chunks = [Z[start : start + chunk] for start in range(0, Z.shape[0], chunk)]
         return torch.cat(_run_chunks(chunks, attribute, grad=True)).detach().numpy()

@@ -158,20 +158,35 @@ def transform_table(
     schema: TableSchema, df: pd.DataFrame, what: str = "data"
 ) -> tuple[np.ndarray, dict[str, int]]:
     """Apply a fitted schema; return the float matrix and counts of what was repaired."""
+    X, counts, _ = transform_with_missing(schema, df, what)
+    return X, counts
+
+
+def transform_with_missing(
+    schema: TableSchema, df: pd.DataFrame, what: str = "data"
+) -> tuple[np.ndarray, dict[str, int], np.ndarray]:
+    """:func:`transform_table`, plus which cells were missing.
+
+    The third result is a boolean array of shape (n_rows, len(schema.columns)),
+    True where a row's value of that kept column was missing (or did not
+    parse); explanations use it to credit ``__n_missing__`` to the columns.
+    """
     _check_table(df, what)
     _check_columns(schema, df, what)
     parts, counts = [], {"missing_cells": 0, "unseen_levels": 0, "parse_failures": 0}
-    n_missing = np.zeros(len(df))
+    flags = []
     for plan in schema.columns:
         block, missing, unseen, failures = _apply(plan, df[plan.name])
         parts.append(block)
-        n_missing += missing
+        flags.append(missing)
         counts["unseen_levels"] += unseen
         counts["parse_failures"] += failures
+    missing = np.column_stack(flags).astype(bool)
+    n_missing = missing.sum(axis=1).astype(np.float64)
     counts["missing_cells"] = int(n_missing.sum())
     if schema.add_missing_count:
         parts.append(n_missing[:, None])
-    return np.hstack(parts).astype(np.float64), counts
+    return np.hstack(parts).astype(np.float64), counts, missing
 
 
 def _check_table(df: pd.DataFrame, what: str) -> None:

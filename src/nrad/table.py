@@ -18,7 +18,7 @@ import pandas as pd
 from nrad.calibration import benjamini_hochberg, check_level, conformal_p_values, top_fraction
 from nrad.detector import NRDE
 from nrad.errors import NradError
-from nrad.preprocess import TableSchema, fit_schema, transform_table
+from nrad.preprocess import MISSING_COUNT, TableSchema, fit_schema, transform_table, transform_with_missing
 
 #: Training rows held out for conformal calibration by default.
 CALIBRATION_FRACTION = 0.2
@@ -40,10 +40,17 @@ class TableModel:
 
     def features(self, df: pd.DataFrame, what: str = "data") -> tuple[np.ndarray, dict[str, int]]:
         """The float matrix the detector sees (id and ignored columns removed)."""
+        X, counts, _ = self.features_with_missing(df, what)
+        return X, counts
+
+    def features_with_missing(
+        self, df: pd.DataFrame, what: str = "data"
+    ) -> tuple[np.ndarray, dict[str, int], np.ndarray]:
+        """:meth:`features`, plus the missing-cell mask of :func:`transform_with_missing`."""
         df = as_pandas(df)
         # Ignored columns may be absent at scoring time; the id column may not.
         present = [c for c in self.ignore if c in df.columns]
-        return transform_table(self.schema, _drop(df, self.id_column, present, what), what)
+        return transform_with_missing(self.schema, _drop(df, self.id_column, present, what), what)
 
     def score(
         self,
@@ -74,7 +81,7 @@ class TableModel:
         :mod:`nrad.stream` adds it after a streamed pass.
         """
         df = as_pandas(df)
-        X, counts = self.features(df, what)
+        X, counts, missing = self.features_with_missing(df, what)
         scores = self.detector.anomaly_score(X)
         out = pd.DataFrame(index=df.index)
         if self.id_column is not None:
@@ -84,20 +91,51 @@ class TableModel:
         # From the scores already computed: p_values(X) would run the flow again.
         out["p_value"] = conformal_p_values(calib, scores) if len(calib) else np.full(len(X), np.nan)
         if explain:
-            out["top_features"] = self.top_features(X)
+            out["top_features"] = self.top_features(X, missing=missing)
         return out.reset_index(drop=True), counts
 
-    def contributions(self, X: np.ndarray) -> pd.DataFrame:
-        """Contributions summed per input column (one-hot levels add up to their column)."""
-        contrib = pd.DataFrame(self.detector.explain(X), columns=self.schema.source_column())
-        return contrib.T.groupby(level=0, sort=False).sum().T
+    def contributions(self, X: np.ndarray, missing: np.ndarray | None = None) -> pd.DataFrame:
+        """Contributions summed per input column (one-hot levels add up to their column).
 
-    def top_features(self, X: np.ndarray, k: int = TOP_FEATURES) -> list[str]:
+        Integrated gradients from the training mean, except that the
+        reference row has no missing cells (``__n_missing__`` = 0): a
+        complete row is the natural reference for missingness, so the count
+        contributes nothing to a complete row.  Given ``missing`` (the mask
+        of :meth:`features_with_missing`), a row's ``__n_missing__``
+        contribution is shared equally among its missing columns, and the
+        column is dropped: a missing merchant is one fact, told by the
+        merchant column, not split over ``merchant`` and ``__n_missing__``
+        (where the two parts can be large and of opposite sign).  Each row's
+        contributions still add up to its score minus the reference's.
+        """
+        baseline = self.detector.mean_.copy()
+        if self.schema.add_missing_count:
+            baseline[-1] = 0.0
+        contrib = pd.DataFrame(
+            self.detector.explain(X, baseline=baseline), columns=self.schema.source_column()
+        )
+        by_column = contrib.T.groupby(level=0, sort=False).sum().T
+        if missing is None or not self.schema.add_missing_count:
+            return by_column
+        return _credit_missing_count(by_column, missing, [c.name for c in self.schema.columns])
+
+    def top_features(
+        self, X: np.ndarray, k: int = TOP_FEATURES, missing: np.ndarray | None = None
+    ) -> list[str]:
         """``"col:+1.23; col2:-0.40; ..."`` — the k columns with the largest |contribution|."""
-        contrib = self.contributions(X)
+        contrib = self.contributions(X, missing)
         values, names = contrib.to_numpy(), np.asarray(contrib.columns)
         order = np.argsort(-np.abs(values), axis=1, kind="stable")[:, :k]
         return ["; ".join(f"{names[j]}:{values[i, j]:+.2f}" for j in row) for i, row in enumerate(order)]
+
+
+def _credit_missing_count(by_column: pd.DataFrame, missing: np.ndarray, columns: list[str]) -> pd.DataFrame:
+    """Move each row's ``__n_missing__`` contribution to its missing columns, in equal shares."""
+    count = missing.sum(axis=1)
+    share = np.divide(by_column[MISSING_COUNT].to_numpy(), count, out=np.zeros(len(count)), where=count > 0)
+    out = by_column.drop(columns=MISSING_COUNT)
+    out[columns] += missing * share[:, None]
+    return out
 
 
 def as_pandas(df: Any) -> pd.DataFrame:
