@@ -76,12 +76,14 @@ def test_fit_then_score_with_report(workdir: Path) -> None:
     )
     assert res.returncode == 0, res.stderr
     res = nrad("score", "data.csv", "--model", "m.nrad", "--out", "s.parquet", "--report", "report.html",
-               "--label-column", "label", cwd=workdir)  # fmt: skip
+               "--label-column", "label", "--contamination", "0.01", cwd=workdir)  # fmt: skip
     assert res.returncode == 0, res.stderr
     assert "AUROC" in res.stdout
     assert len(pd.read_parquet(workdir / "s.parquet")) == 400
     html = (workdir / "report.html").read_text()
     assert 'id="flagged-rows"' in html and "Source influence" in html and "Precision-recall" in html
+    # Row numbers count from 1, as on the command line: the planted last row is row 400.
+    assert "<tr><td>400</td><td>t00399</td>" in html
     assert "http://" not in html.split("<body>")[1].split("plotly")[0]  # no external resources in the page
 
 

@@ -51,7 +51,8 @@ def build_report_data(
         rule=rule,
         scores=scored["anomaly_score"].to_numpy(),
         threshold=threshold,
-        flagged_table=flagged.head(MAX_TABLE_ROWS).reset_index(names="row"),
+        # Row numbers count from 1, as on the command line (the input file's data lines).
+        flagged_table=_numbered(flagged.head(MAX_TABLE_ROWS)),
         columns=columns,
         dropped=model.schema.dropped,
         counts=counts,
@@ -72,3 +73,7 @@ def _describe(plan: Any) -> str:
     if plan.kind == "numeric":
         return f"numeric, missing -> median {plan.fill:.4g}"
     return plan.kind
+
+
+def _numbered(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows.set_axis(rows.index + 1).reset_index(names="row")
