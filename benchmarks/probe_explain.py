@@ -33,7 +33,7 @@ import torch
 
 from nrad.detector import NRDE
 from nrad.sources import pure_log_density
-from nrad.table import _credit_missing_count, fit_table
+from nrad.table import credit_missing_count, fit_table
 
 PLANTED, MISSING_MERCHANT = 399, 4
 
@@ -61,7 +61,7 @@ def source_path(det: NRDE, Z: torch.Tensor, n: int = 64) -> np.ndarray:
 def by_column(contrib: np.ndarray, cols: np.ndarray, groups: list[str], missing: np.ndarray) -> np.ndarray:
     """Per input column, the missing-cell count credited as ``TableModel.contributions`` does."""
     frame = pd.DataFrame(contrib, columns=cols).T.groupby(level=0, sort=False).sum().T
-    return _credit_missing_count(frame, missing, groups)[groups].to_numpy()
+    return credit_missing_count(frame, missing, groups)[groups].to_numpy()
 
 
 def occlusion(

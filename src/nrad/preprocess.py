@@ -176,9 +176,9 @@ def transform_with_missing(
     parts, counts = [], {"missing_cells": 0, "unseen_levels": 0, "parse_failures": 0}
     flags = []
     for plan in schema.columns:
-        block, missing, unseen, failures = _apply(plan, df[plan.name])
+        block, flag, unseen, failures = _apply(plan, df[plan.name])
         parts.append(block)
-        flags.append(missing)
+        flags.append(flag)
         counts["unseen_levels"] += unseen
         counts["parse_failures"] += failures
     missing = np.column_stack(flags).astype(bool)

@@ -117,7 +117,7 @@ class TableModel:
         by_column = contrib.T.groupby(level=0, sort=False).sum().T
         if missing is None or not self.schema.add_missing_count:
             return by_column
-        return _credit_missing_count(by_column, missing, [c.name for c in self.schema.columns])
+        return credit_missing_count(by_column, missing, [c.name for c in self.schema.columns])
 
     def top_features(
         self, X: np.ndarray, k: int = TOP_FEATURES, missing: np.ndarray | None = None
@@ -129,7 +129,7 @@ class TableModel:
         return ["; ".join(f"{names[j]}:{values[i, j]:+.2f}" for j in row) for i, row in enumerate(order)]
 
 
-def _credit_missing_count(by_column: pd.DataFrame, missing: np.ndarray, columns: list[str]) -> pd.DataFrame:
+def credit_missing_count(by_column: pd.DataFrame, missing: np.ndarray, columns: list[str]) -> pd.DataFrame:
     """Move each row's ``__n_missing__`` contribution to its missing columns, in equal shares."""
     count = missing.sum(axis=1)
     share = np.divide(by_column[MISSING_COUNT].to_numpy(), count, out=np.zeros(len(count)), where=count > 0)
