@@ -66,3 +66,22 @@ def test_missing_count_is_credited_to_the_missing_columns() -> None:
     np.testing.assert_allclose(credited.sum(axis=1), raw.sum(axis=1))
     scored, _ = model.score_rows(df)
     assert not scored["top_features"].str.contains(MISSING_COUNT).any()
+
+
+def test_table_explain_gives_every_column_for_every_row() -> None:
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame(rng.normal(size=(200, 2)), columns=["a", "b"])
+    df["id"] = [f"r{i}" for i in range(200)]
+    df.loc[[1, 2], "a"] = np.nan
+    model = fit_table(df, id_column="id", max_epochs=5)
+    got = model.explain(df.iloc[:5])
+    assert list(got.columns) == ["id", "a", "b"] and got["id"].tolist() == ["r0", "r1", "r2", "r3", "r4"]
+    # Each row adds up to its score minus the reference's (training mean, no missing cells).
+    reference = model.detector.mean_.copy()
+    reference[-1] = 0.0
+    X, _ = model.features(df.iloc[:5])
+    gap = model.detector.anomaly_score(X) - model.detector.anomaly_score(reference[None])[0]
+    np.testing.assert_allclose(got[["a", "b"]].sum(axis=1), gap, rtol=1e-2, atol=1e-2)
+    scored, _ = model.score_rows(df.iloc[:5])
+    first = scored["top_features"].str.split(":").str[0]
+    assert first.tolist() == got[["a", "b"]].abs().idxmax(axis=1).tolist()

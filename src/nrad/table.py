@@ -94,6 +94,20 @@ class TableModel:
             out["top_features"] = self.top_features(X, missing=missing)
         return out.reset_index(drop=True), counts
 
+    def explain(self, df: pd.DataFrame, what: str = "data") -> pd.DataFrame:
+        """Each row's contribution per input column (the numbers behind ``top_features``).
+
+        One row per input row, in input order; the id column first when the
+        model has one.  A row's contributions add up to its anomaly score
+        minus that of the reference row (see :meth:`contributions`).
+        """
+        df = as_pandas(df)
+        X, _, missing = self.features_with_missing(df, what)
+        out = self.contributions(X, missing)
+        if self.id_column is not None:
+            out.insert(0, self.id_column, df[self.id_column].to_numpy())
+        return out
+
     def contributions(self, X: np.ndarray, missing: np.ndarray | None = None) -> pd.DataFrame:
         """Contributions summed per input column (one-hot levels add up to their column).
 
