@@ -169,30 +169,31 @@ HEAD = [
     "best) over the datasets every variant of that table finished.", "",
     "## Pure-density estimators on one NRDE flow (results/probe_scores.csv)", "",
 ]  # fmt: skip
-PARAMS_HEAD = [
-    "", "## Flow size (results/probe_params.csv)", "",
-]  # fmt: skip
-MIXTURE_HEAD = [
-    "", "## Mixture base density (results/probe_mixture.csv)", "",
-]  # fmt: skip
-PATIENCE_HEAD = [
-    "", "## Early-stopping patience (results/probe_patience.csv)", "",
+
+
+def head(title: str, *text: str) -> list[str]:
+    """A table's heading lines: a blank line, ``## title``, then ``text`` as a paragraph."""
+    return ["", f"## {title}", "", *text, *([""] if text else [])]
+
+
+PARAMS_HEAD = head("Flow size (results/probe_params.csv)")
+MIXTURE_HEAD = head("Mixture base density (results/probe_mixture.csv)")
+PATIENCE_HEAD = head(
+    "Early-stopping patience (results/probe_patience.csv)",
     "Patience of at least 500 gradient steps against the default's 10 epochs",
-    "(docs/method.md section 10).", "",
-]  # fmt: skip
-PENALTY_HEAD = [
-    "", "## IMA penalty weight (results/probe_penalty.csv)", "",
-]  # fmt: skip
-ENSEMBLE_HEAD = [
-    "", "## Ensembles over seeds (results/probe_ensemble.csv)", "",
+    "(docs/method.md section 10).",
+)
+PENALTY_HEAD = head("IMA penalty weight (results/probe_penalty.csv)")
+ENSEMBLE_HEAD = head(
+    "Ensembles over seeds (results/probe_ensemble.csv)",
     "Fits that differ only in random_state, on the same split; fit and scoring",
-    "cost grow with the number of fits (fit seconds are in the CSV).", "",
-]  # fmt: skip
-SMOOTHING_HEAD = [
-    "", "## Training-noise smoothing (results/probe_smoothing.csv)", "",
+    "cost grow with the number of fits (fit seconds are in the CSV).",
+)
+SMOOTHING_HEAD = head(
+    "Training-noise smoothing (results/probe_smoothing.csv)",
     "The flow trained on rows plus N(0, h^2) noise learns the data density smoothed",
-    "by a Gaussian kernel of bandwidth h (standardized units).", "",
-]  # fmt: skip
+    "by a Gaussian kernel of bandwidth h (standardized units).",
+)
 
 
 def main() -> None:
