@@ -33,7 +33,7 @@ import torch
 
 from nrad.detector import NRDE
 from nrad.sources import pure_log_density
-from nrad.table import credit_missing_count, fit_table
+from nrad.table import fit_table
 
 PLANTED, MISSING_MERCHANT = 399, 4
 
@@ -56,12 +56,6 @@ def source_path(det: NRDE, Z: torch.Tensor, n: int = 64) -> np.ndarray:
     mid = (0.5 * (xs[1:] + xs[:-1])).reshape(-1, Z.shape[1]).requires_grad_(True)
     (grad,) = torch.autograd.grad(-pure_log_density(det.flow_, mid, ()).sum(), mid)
     return (grad.reshape(n, *Z.shape) * (xs[1:] - xs[:-1])).sum(0).numpy()
-
-
-def by_column(contrib: np.ndarray, cols: np.ndarray, groups: list[str], missing: np.ndarray) -> np.ndarray:
-    """Per input column, the missing-cell count credited as ``TableModel.contributions`` does."""
-    frame = pd.DataFrame(contrib, columns=cols).T.groupby(level=0, sort=False).sum().T
-    return credit_missing_count(frame, missing, groups)[groups].to_numpy()
 
 
 def occlusion(
@@ -129,8 +123,8 @@ def report(patience_steps: int, train: pd.DataFrame, data: pd.DataFrame) -> None
     )
     variants = {
         "shipped (IG from the training mean)": model.contributions(X, missing)[groups].to_numpy(),
-        "IG from g(0)": by_column(integrated_gradients(det, Z, g0), cols, groups, missing),
-        "IG along a source-space path": by_column(source_path(det, Z), cols, groups, missing),
+        "IG from g(0)": model.by_column(integrated_gradients(det, Z, g0), missing)[groups].to_numpy(),
+        "IG along a source-space path": model.by_column(source_path(det, Z), missing)[groups].to_numpy(),
         "occlusion": occlusion(det, X, missing, ref, cols, groups),
     }
     for name, contrib in variants.items():

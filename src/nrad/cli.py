@@ -73,11 +73,12 @@ def _render(outcome: object, top: int = 10) -> None:
     repaired = {k: v for k, v in outcome.counts.items() if v}
     if repaired:
         console.print("repaired: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in repaired.items()))
+    from nrad.table import with_row_numbers
+
     table = Table(title=f"Top {top} rows by anomaly score")
-    # Row numbers count from 1, like the lines of the input file after its header.
     shown = scored.sort_values("anomaly_score", ascending=False, kind="stable").head(top)
     if outcome.row_numbers:
-        shown = shown.set_axis(shown.index + 1).reset_index(names="row")
+        shown = with_row_numbers(shown)
     for col in shown.columns:
         table.add_column(str(col))
     for row in shown.itertuples(index=False):

@@ -125,13 +125,16 @@ class TableModel:
         baseline = self.detector.mean_.copy()
         if self.schema.add_missing_count:
             baseline[-1] = 0.0
-        contrib = pd.DataFrame(
-            self.detector.explain(X, baseline=baseline), columns=self.schema.source_column()
-        )
-        by_column = contrib.T.groupby(level=0, sort=False).sum().T
+        return self.by_column(self.detector.explain(X, baseline=baseline), missing)
+
+    def by_column(self, contrib: np.ndarray, missing: np.ndarray | None = None) -> pd.DataFrame:
+        """Per-feature contributions summed per input column, ``__n_missing__`` credited as
+        :meth:`contributions` says (kept as its own column when ``missing`` is None)."""
+        frame = pd.DataFrame(contrib, columns=self.schema.source_column())
+        by_column = frame.T.groupby(level=0, sort=False).sum().T
         if missing is None or not self.schema.add_missing_count:
             return by_column
-        return credit_missing_count(by_column, missing, [c.name for c in self.schema.columns])
+        return _credit_missing_count(by_column, missing, [c.name for c in self.schema.columns])
 
     def top_features(
         self, X: np.ndarray, k: int = TOP_FEATURES, missing: np.ndarray | None = None
@@ -143,13 +146,18 @@ class TableModel:
         return ["; ".join(f"{names[j]}:{values[i, j]:+.2f}" for j in row) for i, row in enumerate(order)]
 
 
-def credit_missing_count(by_column: pd.DataFrame, missing: np.ndarray, columns: list[str]) -> pd.DataFrame:
+def _credit_missing_count(by_column: pd.DataFrame, missing: np.ndarray, columns: list[str]) -> pd.DataFrame:
     """Move each row's ``__n_missing__`` contribution to its missing columns, in equal shares."""
     count = missing.sum(axis=1)
     share = np.divide(by_column[MISSING_COUNT].to_numpy(), count, out=np.zeros(len(count)), where=count > 0)
     out = by_column.drop(columns=MISSING_COUNT)
     out[columns] += missing * share[:, None]
     return out
+
+
+def with_row_numbers(rows: pd.DataFrame) -> pd.DataFrame:
+    """A ``row`` column first: input positions counted from 1, like the data lines of the file."""
+    return rows.set_axis(rows.index + 1).reset_index(names="row")
 
 
 def as_pandas(df: Any) -> pd.DataFrame:

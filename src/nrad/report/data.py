@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nrad.table import TableModel
+from nrad.table import TableModel, with_row_numbers
 
 #: Flagged rows listed in the report (the highest scores first).
 MAX_TABLE_ROWS = 200
@@ -51,8 +51,7 @@ def build_report_data(
         rule=rule,
         scores=scored["anomaly_score"].to_numpy(),
         threshold=threshold,
-        # Row numbers count from 1, as on the command line (the input file's data lines).
-        flagged_table=_numbered(flagged.head(MAX_TABLE_ROWS)),
+        flagged_table=with_row_numbers(flagged.head(MAX_TABLE_ROWS)),
         columns=columns,
         dropped=model.schema.dropped,
         counts=counts,
@@ -73,7 +72,3 @@ def _describe(plan: Any) -> str:
     if plan.kind == "numeric":
         return f"numeric, missing -> median {plan.fill:.4g}"
     return plan.kind
-
-
-def _numbered(rows: pd.DataFrame) -> pd.DataFrame:
-    return rows.set_axis(rows.index + 1).reset_index(names="row")
