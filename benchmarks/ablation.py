@@ -253,9 +253,9 @@ def main() -> None:
         (args.patience, PATIENCE, PATIENCE_HEAD),
         (args.ensemble, ENSEMBLE, ENSEMBLE_HEAD),
         (args.penalty, PENALTY, PENALTY_HEAD),
+        (args.split, SPLIT, SPLIT_HEAD),
     ):
         lines += render(summarize(table(args.runs, path, args.seed, variants)), variants, head)
-    lines += render(summarize(table(args.runs, args.split, args.seed, SPLIT)), SPLIT, SPLIT_HEAD)
     lines += split_counts(args.split, args.seed)
     text = "\n".join(lines) + "\n"
     with atomic_path(args.out) as tmp:
