@@ -5,8 +5,15 @@ constructor parameters; ``default`` is NRDE's defaults) per (dataset,
 setting), seed 0, under the benchmark protocol, and adds a ``select``
 variant that keeps, per (dataset, setting), the variant whose flow has the
 lowest NLL on the clean validation rows: model selection decided from
-training rows alone.  With too few validation rows for early stopping,
-``select`` keeps ``default``.  Appends ``dataset,setting,seed,variant,auroc,
+training rows alone (only when ``default`` is among the variants).  With
+too few validation rows for early stopping, ``select`` keeps ``default``.
+
+Two pseudo-parameters are not NRDE's: ``penalty_warmup=K`` ramps the IMA
+penalty's weight linearly from 0 to ``penalty_weight`` over the first K
+gradient steps (the flow starts at PCA whitening, where the penalty is
+zero, so the ramp lets likelihood bend the flow first); ``size=scaled``
+sets the flow's size from the training table's shape by
+:func:`scaled_size`.  Appends ``dataset,setting,seed,variant,auroc,
 val_nll`` rows to ``--out`` and skips (dataset, setting) pairs already there.
 
     python benchmarks/probe_params.py --data-dir ../shared/datasets/adbench \\
@@ -32,11 +39,60 @@ def parse_variant(text: str) -> dict[str, Any]:
     if text == "default":
         return {}
     pairs = (item.split("=", 1) for item in text.split(","))
-    return {key.strip(): ast.literal_eval(value.strip()) for key, value in pairs}
+    return {key.strip(): _value(value.strip()) for key, value in pairs}
+
+
+def _value(text: str) -> Any:
+    """A Python literal, else the bare word itself (``size=scaled``)."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+class WarmupNRDE(NRDE):
+    """NRDE whose penalty weight ramps from 0 over the first ``warmup`` steps (probe only)."""
+
+    warmup = 1000
+
+    def _train(self, Z: Any, rng: Any, lr: float) -> Any:
+        self._step = 0  # a retried fit ramps again
+        return super()._train(Z, rng, lr)
+
+    def _loss(self, flow: Any, batch: Any, gen: Any, penalize: bool) -> Any:
+        # The parent reads self.penalty_weight; scale it for this step only.
+        full, ramp = self.penalty_weight, min(1.0, self._step / self.warmup)
+        self._step += 1
+        self.penalty_weight = full * ramp
+        try:
+            return super()._loss(flow, batch, gen, penalize)
+        finally:
+            self.penalty_weight = full
+
+
+def scaled_size(n: int, d: int) -> dict[str, int]:
+    """Flow size from the table's shape: conditioner width about twice the
+    features (so wide tables get no bottleneck narrower than d), 32-256;
+    4 coupling layers below 1,000 training rows, 6 up to 10,000, 8 above."""
+    width = int(min(256, max(32, 2 ** math.ceil(math.log2(2 * d)))))
+    depth = 4 if n < 1000 else 6 if n <= 10_000 else 8
+    return dict(n_transforms=depth, hidden_units=width)
+
+
+def build(X_train: Any, params: dict[str, Any]) -> NRDE:
+    params = dict(params)
+    warmup = params.pop("penalty_warmup", None)
+    if params.pop("size", None) == "scaled":
+        params.update(scaled_size(*X_train.shape))
+    if warmup is None:
+        return NRDE(random_state=0, **params)
+    model = WarmupNRDE(random_state=0, **params)
+    model.warmup = warmup
+    return model
 
 
 def run(X_train: Any, X_test: Any, y_test: Any, name: str, params: dict[str, Any]) -> dict[str, Any]:
-    model = NRDE(random_state=0, **params).fit(X_train)
+    model = build(X_train, params).fit(X_train)
     auroc = roc_auc_score(y_test, model.anomaly_score(X_test))
     return dict(variant=name, auroc=auroc, val_nll=min(model.validation_loss_curve_, default=math.nan))
 
@@ -50,11 +106,10 @@ def main() -> None:
     variants = {name: parse_variant(name) for name in args.variants.split(";")}
     for name, setting, X_train, X_test, y_test in pending_splits(args):
         rows = [run(X_train, X_test, y_test, v, p) for v, p in variants.items()]
-        default = next((r for r in rows if r["variant"] == "default"), rows[0])
-        best = select_by_validation(rows, default)
-        rows = [
-            dict(dataset=name, setting=setting, seed=0, **r) for r in [*rows, {**best, "variant": "select"}]
-        ]
+        default = next((r for r in rows if r["variant"] == "default"), None)
+        if default is not None:
+            rows.append({**select_by_validation(rows, default), "variant": "select"})
+        rows = [dict(dataset=name, setting=setting, seed=0, **r) for r in rows]
         append_rows(args.out, rows)
 
 
