@@ -30,7 +30,10 @@ Sources:
   columns, and a flow size scaled by the table's shape (a ninth table).
 
 Per setting: mean AUROC and average rank over the datasets every variant
-finished (seed 0; rank 1 = best AUROC, ties averaged).
+finished (seed 0; rank 1 = best AUROC, ties averaged).  Under each table,
+each variant put in NRDE's place among all the methods of runs.csv: the
+rank and place it would have had, and on how many datasets it beat or
+trailed NRDE's default.
 
     python benchmarks/ablation.py --out results/ABLATION.md
 """
@@ -268,21 +271,26 @@ def places(runs: Path, probe: Path, seed: int) -> list[str]:
         "",
     ]
     lines += ["| variant | " + " | ".join(settings) + " |", "|---|" + "---|" * len(settings)]
-    for variant in ["default", *p.variant.unique()]:
+    cells = [_place(r[r.setting == s], None) for s in settings]
+    lines.append("| `nrde` (runs.csv) | " + " | ".join(cells) + " |")
+    for variant in p.variant.unique():
         cells = [_place(r[r.setting == s], p[(p.setting == s) & (p.variant == variant)]) for s in settings]
         lines.append(f"| `{variant}` | " + " | ".join(cells) + " |")
     return lines
 
 
-def _place(runs: pd.DataFrame, variant: pd.DataFrame) -> str:
-    """NRDE's ``"rank (place of n)"``, or ``variant``'s in its stead with its ups and downs."""
+def _place(runs: pd.DataFrame, variant: pd.DataFrame | None) -> str:
+    """NRDE's ``"rank (place of n)"`` (``variant`` None), or ``variant``'s in its stead with
+    its ups and downs against NRDE; "—" where the variant has no rows."""
     wide = runs.pivot_table(index="dataset", columns="method", values="auroc")
     default = wide["nrde"].copy()
-    if len(variant):
+    if variant is not None:
+        if not len(variant):
+            return "—"
         wide["nrde"] = variant.set_index("dataset").auroc.reindex(wide.index)
     ranks = wide.fillna(-1.0).rank(axis=1, ascending=False).mean()
     cell = f"{ranks['nrde']:.2f} ({int((ranks < ranks['nrde']).sum()) + 1} of {len(ranks)})"
-    if not len(variant):
+    if variant is None:
         return cell
     diff = wide["nrde"] - default
     return f"{cell}; {int((diff > 0.005).sum())} / {int((diff < -0.005).sum())}"
@@ -305,8 +313,9 @@ def main() -> None:
     args = parser.parse_args()
     from nrad.io import atomic_path
 
-    lines = render(summarize(table(args.runs, args.probe, args.seed, VARIANTS)), VARIANTS, HEAD)
+    lines: list[str] = []
     for path, variants, head in (
+        (args.probe, VARIANTS, HEAD),
         (args.smoothing, SMOOTHING, SMOOTHING_HEAD),
         (args.params, PARAMS, PARAMS_HEAD),
         (args.mixture, MIXTURE, MIXTURE_HEAD),
@@ -314,11 +323,12 @@ def main() -> None:
         (args.ensemble, ENSEMBLE, ENSEMBLE_HEAD),
         (args.penalty, PENALTY, PENALTY_HEAD),
         (args.split, SPLIT, SPLIT_HEAD),
+        (args.schedule, SCHEDULE, SCHEDULE_HEAD),
     ):
         lines += render(summarize(table(args.runs, path, args.seed, variants)), variants, head)
-    lines += split_counts(args.split, args.seed)
-    lines += render(summarize(table(args.runs, args.schedule, args.seed, SCHEDULE)), SCHEDULE, SCHEDULE_HEAD)
-    lines += places(args.runs, args.schedule, args.seed)
+        if path == args.split:
+            lines += split_counts(args.split, args.seed)
+        lines += places(args.runs, path, args.seed)
     text = "\n".join(lines) + "\n"
     with atomic_path(args.out) as tmp:
         tmp.write_text(text)
