@@ -82,7 +82,10 @@ def scaled_size(n: int, d: int) -> dict[str, int]:
 def build(X_train: Any, params: dict[str, Any]) -> NRDE:
     params = dict(params)
     warmup = params.pop("penalty_warmup", None)
-    if params.pop("size", None) == "scaled":
+    size = params.pop("size", None)
+    if size not in (None, "scaled"):
+        raise ValueError(f"size={size!r}: the only size pseudo-parameter is size=scaled")
+    if size == "scaled":
         params.update(scaled_size(*X_train.shape))
     if warmup is None:
         return NRDE(random_state=0, **params)
