@@ -296,6 +296,31 @@ def _place(runs: pd.DataFrame, variant: pd.DataFrame | None) -> str:
     return f"{cell}; {int((diff > 0.005).sum())} / {int((diff < -0.005).sum())}"
 
 
+def over_seeds(runs: Path, probe: Path) -> list[str]:
+    """Mean AUROC of each variant a probe ran at more than one seed, per seed, next to NRDE's
+    default (runs.csv, same seed and datasets): whether a seed-0 difference holds."""
+    r = pd.read_csv(runs)
+    r = r[(r.method == "nrde") & (r.status == "ok")]
+    p = pd.read_csv(probe)
+    multi = p[p.groupby("variant").seed.transform("nunique") > 1]
+    if multi.empty:
+        return []
+    settings = sorted(multi[multi.seed != multi.seed.min()].setting.unique())
+    multi = multi[multi.setting.isin(settings)]
+    lines = ["", "Over seeds: mean AUROC of the variant / of NRDE's default (runs.csv), same datasets", ""]
+    lines += ["| variant | seed | " + " | ".join(settings) + " |", "|---|---|" + "---|" * len(settings)]
+    for (variant, seed), part in multi.groupby(["variant", "seed"]):
+        cells = []
+        for setting in settings:
+            own = part[part.setting == setting].set_index("dataset").auroc
+            base = r[(r.setting == setting) & (r.seed == seed)].set_index("dataset").auroc
+            both = pd.concat([own, base], axis=1, keys=["own", "base"]).dropna()
+            cell = f"{both.own.mean():.3f} / {both.base.mean():.3f} ({len(both)})"
+            cells.append(cell if len(both) else "—")
+        lines.append(f"| `{variant}` | {seed} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=Path, default=Path("results/runs.csv"))
@@ -329,6 +354,7 @@ def main() -> None:
         if path == args.split:
             lines += split_counts(args.split, args.seed)
         lines += places(args.runs, path, args.seed)
+        lines += over_seeds(args.runs, path)
     text = "\n".join(lines) + "\n"
     with atomic_path(args.out) as tmp:
         tmp.write_text(text)

@@ -47,8 +47,10 @@ def protocol_splits(
 
 
 def pending_splits(args: argparse.Namespace) -> Iterator[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]]:
-    """:func:`protocol_splits` of a probe's arguments, without the pairs already in ``args.out``."""
-    return protocol_splits(args.data_dir, args.datasets, args.settings, skip=done_pairs(args.out))
+    """:func:`protocol_splits` of a probe's arguments, without the pairs already in ``args.out``
+    (for the probe's ``--seed`` if it has one, else seed 0)."""
+    seed = getattr(args, "seed", 0)
+    return protocol_splits(args.data_dir, args.datasets, args.settings, seed, skip=done_pairs(args.out, seed))
 
 
 def select_by_validation(rows: list[dict[str, Any]], default: dict[str, Any]) -> dict[str, Any]:
@@ -58,12 +60,12 @@ def select_by_validation(rows: list[dict[str, Any]], default: dict[str, Any]) ->
     return min(finite, key=lambda r: r["val_nll"]) if finite else default
 
 
-def done_pairs(out: Path) -> set[tuple[str, str]]:
-    """(dataset, setting) pairs already in a probe's CSV, so a re-run resumes."""
+def done_pairs(out: Path, seed: int = 0) -> set[tuple[str, str]]:
+    """(dataset, setting) pairs of ``seed`` already in a probe's CSV, so a re-run resumes."""
     if not out.exists():
         return set()
     with out.open(newline="") as fh:
-        return {(row["dataset"], row["setting"]) for row in csv.DictReader(fh)}
+        return {(row["dataset"], row["setting"]) for row in csv.DictReader(fh) if int(row["seed"]) == seed}
 
 
 def append_rows(out: Path, rows: list[dict[str, Any]]) -> None:
