@@ -42,8 +42,11 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
+
+from nrad.bench.summary import markdown_table
 
 VARIANTS = {
     "nrde": "NRDE default: flow pure density, noise-floor split (runs.csv)",
@@ -152,16 +155,14 @@ MIXTURE = {
 }
 
 
-def load(runs: Path, probe: Path, seed: int) -> pd.DataFrame:
-    r = pd.read_csv(runs)
-    r = r[(r.seed == seed) & r.method.isin(["nrde", "vanilla-flow", "knn"]) & (r.status == "ok")]
-    p = pd.read_csv(probe)
-    p = p[p.seed == seed].assign(method="probe:" + p.variant)
+def load(runs: pd.DataFrame, probe: pd.DataFrame, seed: int) -> pd.DataFrame:
+    r = runs[(runs.seed == seed) & runs.method.isin(["nrde", "vanilla-flow", "knn"]) & (runs.status == "ok")]
+    p = probe[probe.seed == seed].assign(method="probe:" + probe.variant)
     cols = ["dataset", "setting", "method", "auroc"]
     return pd.concat([r[cols], p[cols]], ignore_index=True)
 
 
-def table(runs: Path, probe: Path, seed: int, variants: dict[str, str]) -> pd.DataFrame:
+def table(runs: pd.DataFrame, probe: pd.DataFrame, seed: int, variants: dict[str, str]) -> pd.DataFrame:
     """The variants' rows, in the settings the probe covered."""
     df = load(runs, probe, seed)
     probed = df[df.method.str.startswith("probe:")].setting.unique()
@@ -183,16 +184,15 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def render(summary: pd.DataFrame, variants: dict[str, str], head: list[str]) -> list[str]:
-    lines = list(head)
     settings = sorted(summary.setting.unique())
-    lines.append("| variant | " + " | ".join(settings) + " |")
-    lines.append("|---|" + "---|" * len(settings))
+    rows = []
     for method in variants:
         cells = []
         for s in settings:
             row = summary[(summary.setting == s) & (summary.method == method)]
             cells.append(f"{row.auroc.iloc[0]:.3f} ({row['rank'].iloc[0]:.2f})" if len(row) else "—")
-        lines.append(f"| `{method}` | " + " | ".join(cells) + " |")
+        rows.append([f"`{method}`", *cells])
+    lines = [*head, *grid(["variant", *settings], rows)]
     counts = ", ".join(f"{s} {int(summary[summary.setting == s].n.iloc[0])}" for s in settings)
     lines += ["", f"Datasets per setting: {counts}", "", "Variants:", ""]
     lines += [f"- `{m}`: {note}" for m, note in variants.items()]
@@ -242,41 +242,39 @@ SMOOTHING_HEAD = head(
 )
 
 
-def split_counts(path: Path, seed: int) -> list[str]:
+def grid(columns: list[str], rows: list[list[Any]]) -> list[str]:
+    """A markdown table's lines, rendered as RESULTS.md's tables are."""
+    return markdown_table(pd.DataFrame(rows, columns=columns)).split("\n")
+
+
+def split_counts(probe: pd.DataFrame, seed: int) -> list[str]:
     """How often each split rule declared any noise source: datasets with a split, per setting."""
-    p = pd.read_csv(path)
-    p = p[p.seed == seed]
+    p = probe[probe.seed == seed]
     fired = (p.n_noise > 0).groupby([p.variant, p.setting]).sum().unstack().astype(int)
     settings = sorted(fired.columns)
-    lines = ["", "Datasets on which the rule split off at least one source:", ""]
-    lines.append("| rule | " + " | ".join(settings) + " |")
-    lines.append("|---|" + "---|" * len(settings))
-    lines += [f"| `{v}` | " + " | ".join(str(fired.loc[v, s]) for s in settings) + " |" for v in fired.index]
-    return lines
+    rows = [[f"`{v}`", *(fired.loc[v, s] for s in settings)] for v in fired.index]
+    title = "Datasets on which the rule split off at least one source:"
+    return ["", title, "", *grid(["rule", *settings], rows)]
 
 
-def places(runs: Path, probe: Path, seed: int) -> list[str]:
+def places(runs: pd.DataFrame, probe: pd.DataFrame, seed: int) -> list[str]:
     """Each probe variant put in NRDE's place among all of runs.csv's methods (that seed): its
     average rank and place, a failed run ranking last as in RESULTS.md; and on how many
     datasets it beat or trailed NRDE's default by more than 0.005 AUROC."""
-    r = pd.read_csv(runs)
-    r = r[r.seed == seed]
-    p = pd.read_csv(probe)
-    p = p[p.seed == seed]
+    r = runs[runs.seed == seed]
+    p = probe[probe.seed == seed]
     settings = sorted(p.setting.unique())
-    lines = [
+    rows = [["`nrde` (runs.csv)", *(_place(r[r.setting == s], None) for s in settings)]]
+    for variant in p.variant.unique():
+        cells = [_place(r[r.setting == s], p[(p.setting == s) & (p.variant == variant)]) for s in settings]
+        rows.append([f"`{variant}`", *cells])
+    return [
         "",
         "Put in NRDE's place among the methods of results/runs.csv (same seed): average rank",
         "(place); datasets on which the variant is above / below NRDE's default by > 0.005 AUROC.",
         "",
+        *grid(["variant", *settings], rows),
     ]
-    lines += ["| variant | " + " | ".join(settings) + " |", "|---|" + "---|" * len(settings)]
-    cells = [_place(r[r.setting == s], None) for s in settings]
-    lines.append("| `nrde` (runs.csv) | " + " | ".join(cells) + " |")
-    for variant in p.variant.unique():
-        cells = [_place(r[r.setting == s], p[(p.setting == s) & (p.variant == variant)]) for s in settings]
-        lines.append(f"| `{variant}` | " + " | ".join(cells) + " |")
-    return lines
 
 
 def _place(runs: pd.DataFrame, variant: pd.DataFrame | None) -> str:
@@ -296,19 +294,16 @@ def _place(runs: pd.DataFrame, variant: pd.DataFrame | None) -> str:
     return f"{cell}; {int((diff > 0.005).sum())} / {int((diff < -0.005).sum())}"
 
 
-def over_seeds(runs: Path, probe: Path) -> list[str]:
+def over_seeds(runs: pd.DataFrame, probe: pd.DataFrame) -> list[str]:
     """Mean AUROC of each variant a probe ran at more than one seed, per seed, next to NRDE's
     default (runs.csv, same seed and datasets): whether a seed-0 difference holds."""
-    r = pd.read_csv(runs)
-    r = r[(r.method == "nrde") & (r.status == "ok")]
-    p = pd.read_csv(probe)
-    multi = p[p.groupby("variant").seed.transform("nunique") > 1]
+    r = runs[(runs.method == "nrde") & (runs.status == "ok")]
+    multi = probe[probe.groupby("variant").seed.transform("nunique") > 1]
     if multi.empty:
         return []
     settings = sorted(multi[multi.seed != multi.seed.min()].setting.unique())
     multi = multi[multi.setting.isin(settings)]
-    lines = ["", "Over seeds: mean AUROC of the variant / of NRDE's default (runs.csv), same datasets", ""]
-    lines += ["| variant | seed | " + " | ".join(settings) + " |", "|---|---|" + "---|" * len(settings)]
+    rows = []
     for (variant, seed), part in multi.groupby(["variant", "seed"]):
         cells = []
         for setting in settings:
@@ -317,8 +312,9 @@ def over_seeds(runs: Path, probe: Path) -> list[str]:
             both = pd.concat([own, base], axis=1, keys=["own", "base"]).dropna()
             cell = f"{both.own.mean():.3f} / {both.base.mean():.3f} ({len(both)})"
             cells.append(cell if len(both) else "—")
-        lines.append(f"| `{variant}` | {seed} | " + " | ".join(cells) + " |")
-    return lines
+        rows.append([f"`{variant}`", seed, *cells])
+    title = "Over seeds: mean AUROC of the variant / of NRDE's default (runs.csv), same datasets"
+    return ["", title, "", *grid(["variant", "seed", *settings], rows)]
 
 
 def main() -> None:
@@ -338,6 +334,7 @@ def main() -> None:
     args = parser.parse_args()
     from nrad.io import atomic_path
 
+    runs = pd.read_csv(args.runs)
     lines: list[str] = []
     for path, variants, head in (
         (args.probe, VARIANTS, HEAD),
@@ -350,11 +347,12 @@ def main() -> None:
         (args.split, SPLIT, SPLIT_HEAD),
         (args.schedule, SCHEDULE, SCHEDULE_HEAD),
     ):
-        lines += render(summarize(table(args.runs, path, args.seed, variants)), variants, head)
+        probe = pd.read_csv(path)
+        lines += render(summarize(table(runs, probe, args.seed, variants)), variants, head)
         if path == args.split:
-            lines += split_counts(args.split, args.seed)
-        lines += places(args.runs, path, args.seed)
-        lines += over_seeds(args.runs, path)
+            lines += split_counts(probe, args.seed)
+        lines += places(runs, probe, args.seed)
+        lines += over_seeds(runs, probe)
     text = "\n".join(lines) + "\n"
     with atomic_path(args.out) as tmp:
         tmp.write_text(text)

@@ -111,7 +111,7 @@ def write_report(runs_csv: str | Path, out_md: str | Path, seeds: list[int] | No
     ]
     for setting in settings:
         table = setting_summary(runs, setting)
-        lines += [f"## {setting}", "", _markdown(table.round(3)), ""]
+        lines += [f"## {setting}", "", markdown_table(table.round(3)), ""]
         left_out = complete_view(runs, setting)[1]
         if left_out:
             lines += [
@@ -121,13 +121,13 @@ def write_report(runs_csv: str | Path, out_md: str | Path, seeds: list[int] | No
             ]
     for setting in settings:
         auroc = per_dataset(complete_view(runs, setting)[0], "auroc").loc[setting]
-        lines += [f"### AUROC per dataset: {setting}", "", _markdown(auroc.round(3)), ""]
+        lines += [f"### AUROC per dataset: {setting}", "", markdown_table(auroc.round(3)), ""]
     failures = runs[runs["status"] != "ok"]
     if len(failures):
         lines += [
             "## Failures",
             "",
-            _markdown(failures[["dataset", "setting", "seed", "method", "status", "error"]]),
+            markdown_table(failures[["dataset", "setting", "seed", "method", "status", "error"]]),
             "",
         ]
     figures = [_rank_figure(runs, settings, out_md.with_name("ranks.png"))]
@@ -146,7 +146,8 @@ def _method_notes(methods: list[str]) -> list[str]:
     return [f"- `{m}`: {REGISTRY[m].note if m in REGISTRY else 'not in this registry'}" for m in methods]
 
 
-def _markdown(df: pd.DataFrame) -> str:
+def markdown_table(df: pd.DataFrame) -> str:
+    """``df`` as a markdown table (a named or non-default index becomes the first column)."""
     df = df.reset_index() if df.index.name or not isinstance(df.index, pd.RangeIndex) else df
     header = "| " + " | ".join(map(str, df.columns)) + " |"
     sep = "|" + "---|" * len(df.columns)
