@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from nrad.errors import NradError
-from nrad.workflow import detect, fit_model, score_table
+from nrad.workflow import detect, fit_model, score_data
 
 FAST = {"max_epochs": 2}
 
@@ -76,7 +76,7 @@ def _set(col: str, rows: list[int], values: list[object]) -> Callable[[pd.DataFr
 CASES: list[tuple[str, Callable[[Path], Path], str | None]] = [
     ("empty file", _csv(""), "is empty"),
     ("header only", _csv("a,b\n"), "no rows"),
-    ("one row", _csv("a,b\n1,2\n"), "at least 10"),
+    ("one row", _csv("a,b\n1,2\n"), "needs at least 20 rows"),
     ("one column", _frame(_normal(60, 1)), None),
     ("all-NaN column", _frame(_with(_normal(), nan=lambda df: df.insert(0, "empty", np.nan))), None),
     ("NaN and +-inf", _frame(_with(_normal(), x=_set("c0", [1, 2, 3], [np.nan, np.inf, -np.inf]))), None),
@@ -86,8 +86,10 @@ CASES: list[tuple[str, Callable[[Path], Path], str | None]] = [
     ("duplicate rows", _frame(lambda rng: pd.DataFrame(np.tile(rng.normal(size=(5, 3)), (12, 1)))), None),
     ("1e300 and tiny variance", _frame(_with(_normal(), x=_set("c0", [0], [1e300]),
                                              t=lambda df: df.insert(0, "tiny", 1 + 1e-300 * np.arange(60)))), None),
-    ("more columns than rows", _frame(_normal(15, 40)), None),
-    ("d = 2,000", _frame(_normal(12, 2000)), None),
+    ("fewer rows than its width needs", _frame(_normal(60, 40)), "needs at least 180 rows"),
+    ("60 rows x 10,000 columns", _frame(_normal(60, 10_000)), "needs at least 40020 rows"),
+    ("an id column, not named", _frame(_with(_normal(), i=lambda df: df.insert(0, "key", [f"k{i}" for i in range(60)]))),
+     None),
     ("non-UTF-8 bytes", _csv(b"a,b\n" + b"1,2\n" * 5 + b"\xff\xfe,3\n"), "not UTF-8"),
     ("ragged rows", _csv("a,b\n1,2\n3,4,5\n6,7\n"), "not a well-formed CSV"),
     ("nested Parquet columns", _frame(lambda rng: pd.DataFrame({"a": rng.normal(size=20), "b": [[1, 2]] * 20}),
@@ -157,18 +159,18 @@ SCORING_CASES = [
 def test_scoring_case(case: str, change: Callable, refusal: str | None, model_and_data: tuple) -> None:
     model, df = model_and_data
     if refusal is None:
-        outcome = score_table(model, change(df.copy()), contamination=0.1)
+        outcome = score_data(model, change(df.copy()), contamination=0.1)
         assert np.isfinite(outcome.scored["anomaly_score"]).all()
         if case == "reordered columns":
             np.testing.assert_array_equal(
                 outcome.scored["anomaly_score"],
-                score_table(model, df, contamination=0.1).scored["anomaly_score"],
+                score_data(model, df, contamination=0.1).scored["anomaly_score"],
             )
         else:
             assert sum(outcome.counts.values()) > 0  # repaired and counted
     else:
         with pytest.raises(NradError, match=refusal):
-            score_table(model, change(df.copy()))
+            score_data(model, change(df.copy()))
 
 
 @pytest.mark.parametrize("flag", ["--fdr", "--contamination"])

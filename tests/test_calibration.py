@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy.stats import false_discovery_control
 
 from nrad import NRDE
-from nrad.calibration import benjamini_hochberg, conformal_p_values, top_fraction
+from nrad.calibration import TailModel, benjamini_hochberg, bh_cutoff, conformal_p_values, top_fraction
 from nrad.errors import NradError
 
 
@@ -22,6 +23,40 @@ def test_levels_out_of_range_are_refused(bad: float) -> None:
         benjamini_hochberg(np.array([0.01]), bad)
     with pytest.raises(NradError, match="between 0 and 1"):
         top_fraction(np.array([1.0]), bad)
+
+
+def test_below_the_tail_p_values_are_conformal_and_above_they_keep_falling() -> None:
+    rng = np.random.default_rng(0)
+    calib = rng.gamma(4.0, 1.0, size=2000)
+    tail = TailModel.fit(calib)
+    low = np.linspace(0, tail.threshold, 50)
+    np.testing.assert_allclose(tail.p_values(low), conformal_p_values(calib, low))
+    high = np.linspace(tail.threshold + 1e-9, calib.max() + 40, 200)
+    p = tail.p_values(high)
+    assert np.all(np.diff(p) < 0) and np.all(p > 0)
+    assert p[0] <= tail.n_tail / (calib.size + 1) < conformal_p_values(calib, np.array([tail.threshold]))[0]
+    # Far beyond every calibration score the p-value goes far below 1 / (n + 1).
+    assert p[-1] < 0.05 / (calib.size + 1)
+
+
+def test_a_few_wild_calibration_scores_do_not_calibrate_the_tail_away() -> None:
+    rng = np.random.default_rng(1)
+    calib = rng.gamma(4.0, 1.0, size=3000)
+    wild = np.r_[calib, np.full(15, 80.0)]  # 0.5% anomalies among the calibration rows
+    probe = np.array([calib.max() + 8.0])
+    clean_p, wild_p = TailModel.fit(calib).p_values(probe)[0], TailModel.fit(wild).p_values(probe)[0]
+    assert wild_p < 10 * clean_p
+
+
+def test_bh_from_the_small_p_values_alone_equals_bh_on_all() -> None:
+    rng = np.random.default_rng(2)
+    for trial in range(30):
+        p = np.r_[rng.uniform(size=2000), rng.uniform(0, 1e-3, size=trial)]
+        for q in (0.01, 0.05, 0.2):
+            want = false_discovery_control(p, method="bh") <= q
+            np.testing.assert_array_equal(benjamini_hochberg(p, q), want)
+            cut = bh_cutoff(p[p <= q], p.size, q)
+            np.testing.assert_array_equal(p <= cut, want)
 
 
 def test_p_values_need_calibration_rows() -> None:

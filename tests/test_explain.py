@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from nrad import NRDE
-from nrad.preprocess import MISSING_COUNT
-from nrad.table import fit_table
+from nrad.table import TableModel, fit_table
 
 
 def test_planted_features_rank_first() -> None:
@@ -43,45 +43,77 @@ def test_baseline_sets_the_reference_row() -> None:
     np.testing.assert_array_equal(det.explain(rows), det.explain(rows, baseline=det.mean_))
 
 
-def test_missing_count_is_credited_to_the_missing_columns() -> None:
-    rng = np.random.default_rng(2)
-    df = pd.DataFrame(rng.normal(size=(300, 3)), columns=["a", "b", "c"])
-    df["kind"] = rng.choice(["x", "y"], size=300)
-    df.loc[rng.choice(300, 30, replace=False), "b"] = np.nan
-    df.loc[[5, 7], "kind"] = None
-    df.loc[7, "c"] = np.nan
-    model = fit_table(df, max_epochs=5)
-    X, _, missing = model.features_with_missing(df)
-    assert missing.shape == (300, 4) and missing.sum() == 33
-    raw = model.contributions(X)  # __n_missing__ kept as its own column
-    credited = model.contributions(X, missing)
-    assert MISSING_COUNT in raw.columns and MISSING_COUNT not in credited.columns
-    complete = missing.sum(axis=1) == 0
-    # The reference row has no missing cells, so the count adds nothing to a complete row ...
-    np.testing.assert_array_equal(raw.loc[complete, MISSING_COUNT], 0.0)
-    # ... and a row's count contribution goes to its missing columns in equal shares.
-    share = raw[MISSING_COUNT] / np.maximum(missing.sum(axis=1), 1)
-    for k, name in enumerate(["a", "b", "c", "kind"]):
-        np.testing.assert_allclose(credited[name], raw[name] + missing[:, k] * share)
-    np.testing.assert_allclose(credited.sum(axis=1), raw.sum(axis=1))
-    scored, _ = model.score_rows(df)
-    assert not scored["top_features"].str.contains(MISSING_COUNT).any()
+def _table(n: int, seed: int) -> pd.DataFrame:
+    """A small mixed table: a category, an amount that depends on it, an age and a balance tied to it."""
+    rng = np.random.default_rng(seed)
+    shop = rng.choice(["a", "b", "c", "d"], size=n, p=[0.4, 0.3, 0.2, 0.1])
+    level = pd.Series(shop).map({"a": 2.0, "b": 3.0, "c": 4.0, "d": 5.0}).to_numpy()
+    age = rng.normal(45, 12, n).round()
+    return pd.DataFrame(
+        {
+            "id": [f"r{i}" for i in range(n)],
+            "shop": shop,
+            "amount": np.exp(level + rng.normal(0, 0.3, n)).round(2),
+            "age": age,
+            "balance": np.exp(6 + 0.05 * (age - 45) + rng.normal(0, 0.2, n)).round(2),
+            "channel": rng.choice(["web", "app", "pos"], size=n),
+        }
+    )
 
 
-def test_table_explain_gives_every_column_for_every_row() -> None:
-    rng = np.random.default_rng(3)
-    df = pd.DataFrame(rng.normal(size=(200, 2)), columns=["a", "b"])
-    df["id"] = [f"r{i}" for i in range(200)]
-    df.loc[[1, 2], "a"] = np.nan
-    model = fit_table(df, id_column="id", max_epochs=5)
-    got = model.explain(df.iloc[:5])
-    assert list(got.columns) == ["id", "a", "b"] and got["id"].tolist() == ["r0", "r1", "r2", "r3", "r4"]
-    # Each row adds up to its score minus the reference's (training mean, no missing cells).
-    reference = model.detector.mean_.copy()
-    reference[-1] = 0.0
-    X, _ = model.features(df.iloc[:5])
-    gap = model.detector.anomaly_score(X) - model.detector.anomaly_score(reference[None])[0]
-    np.testing.assert_allclose(got[["a", "b"]].sum(axis=1), gap, rtol=1e-2, atol=1e-2)
-    scored, _ = model.score_rows(df.iloc[:5])
-    first = scored["top_features"].str.split(":").str[0]
-    assert first.tolist() == got[["a", "b"]].abs().idxmax(axis=1).tolist()
+@pytest.fixture(scope="module")
+def model() -> TableModel:
+    return fit_table(_table(1500, 0), id_column="id", random_state=0, max_epochs=40)
+
+
+def test_the_column_that_makes_a_row_unusual_is_named_first(model: TableModel) -> None:
+    rows = _table(6, 1)
+    rows.loc[0, "age"] = 160  # impossible value
+    rows.loc[1, "amount"] = rows.loc[1, "amount"] * 40  # huge for its shop
+    rows.loc[2, "balance"] = np.exp(
+        6 + 0.05 * (85 - 45)
+    )  # broken relation: a young customer's balance is old
+    rows.loc[2, "age"] = 20
+    rows.loc[3, "shop"] = "zzz"  # a shop never seen
+    rows.loc[3, "amount"] = 400.0
+    top, reason = model.describe(rows)
+    first = [t.split(":")[0] for t in top]
+    assert first[0] == "age" and first[1] == "amount" and first[2] in ("age", "balance"), top
+    assert first[3] in ("shop", "amount"), top
+    gains = model.explain(rows)
+    assert gains.loc[0, "age"] > 5 and gains.loc[1, "amount"] > 5  # positive, in nats of the score
+    assert (gains.drop(columns="id") >= 0).all().all()
+    assert "160" in reason[0] and "typical" in reason[0]
+
+
+def test_contributions_are_score_drops_and_an_ordinary_row_has_small_ones(model: TableModel) -> None:
+    rows = _table(200, 2)
+    gains = model.explain(rows).drop(columns="id")
+    # A typical row gives back a few nats at most, and the harmless 3-level channel is rarely first.
+    assert float(gains.to_numpy().max(axis=1).mean()) < 4
+    assert (gains.idxmax(axis=1) == "channel").mean() < 0.5
+    scored, _ = model.score_rows(rows.head(5))
+    prep = model.prepare(rows.head(5))
+    base, _ = model.score_prepared(prep)
+    np.testing.assert_allclose(scored["anomaly_score"], base)
+    assert (gains.head(5).to_numpy() <= base[:, None] - base.min() + 50).all()
+
+
+def test_a_missing_cell_is_explained_by_its_column(model: TableModel) -> None:
+    rows = _table(3, 3)
+    rows["amount"] = rows["amount"].astype(float)
+    rows.loc[0, "amount"] = np.nan  # amount is never missing in training
+    top, reason = model.describe(rows)
+    assert top[0].split(":")[0] == "amount" and "missing" in reason[0]
+
+
+def test_explaining_only_the_flagged_rows_gives_the_same_strings(model: TableModel) -> None:
+    rows = _table(300, 4)
+    rows.loc[10, "age"] = 170
+    all_rows, _ = model.score(rows, contamination=0.02, explain="all")
+    some, _ = model.score(rows, contamination=0.02, explain="flagged")
+    shown = some["top_features"] != ""
+    assert shown.sum() >= 6  # flagged rows and the top ten
+    pd.testing.assert_series_equal(all_rows.loc[shown, "top_features"], some.loc[shown, "top_features"])
+    none, _ = model.score(rows, contamination=0.02, explain="none")
+    assert "top_features" not in none.columns and "reason" not in none.columns

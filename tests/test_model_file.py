@@ -102,8 +102,8 @@ def test_future_version_and_wrong_shapes_are_refused(saved: Path, tmp_path: Path
     with pytest.raises(ModelFileError, match="version 99"):
         load_model(_rewrite(saved, tmp_path / "v.nrad", {**members, MANIFEST: json.dumps(manifest).encode()}))
     manifest = json.loads(members[MANIFEST])
-    manifest["tensors"]["detector.mean_"]["shape"] = [99]
-    with pytest.raises(ModelFileError, match="detector.mean_"):
+    manifest["tensors"]["detector0.mean_"]["shape"] = [99]
+    with pytest.raises(ModelFileError, match="detector0.mean_"):
         load_model(_rewrite(saved, tmp_path / "s.nrad", {**members, MANIFEST: json.dumps(manifest).encode()}))
 
 
@@ -124,8 +124,8 @@ def test_tampered_tensor_values_that_do_not_fit_are_refused(saved: Path, tmp_pat
     members = _members(saved)
     tensors = load(members[TENSORS])
     manifest = json.loads(members[MANIFEST])
-    tensors["detector.mean_"] = np.zeros(2)
-    manifest["tensors"]["detector.mean_"]["shape"] = [2]
+    tensors["detector0.mean_"] = np.zeros(5)  # the model has 2 numeric features
+    manifest["tensors"]["detector0.mean_"]["shape"] = [5]
     bad = _rewrite(
         saved, tmp_path / "x.nrad", {MANIFEST: json.dumps(manifest).encode(), TENSORS: save(tensors)}
     )
@@ -143,6 +143,30 @@ def test_save_is_atomic(model: TableModel, tmp_path: Path, monkeypatch: pytest.M
     with pytest.raises(RuntimeError):
         save_model(model, target)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_tampered_category_and_scaler_arrays_are_refused(saved: Path, tmp_path: Path) -> None:
+    from safetensors.numpy import load, save
+
+    members = _members(saved)
+    for name, value in (("categories.counts.0", np.zeros(2)), ("scaler.grid", np.zeros((1, 3)))):
+        tensors = load(members[TENSORS])
+        manifest = json.loads(members[MANIFEST])
+        tensors[name] = value
+        manifest["tensors"][name]["shape"] = list(value.shape)
+        bad = _rewrite(
+            saved, tmp_path / "c.nrad", {MANIFEST: json.dumps(manifest).encode(), TENSORS: save(tensors)}
+        )
+        with pytest.raises(ModelFileError, match="does not fit together"):
+            load_model(bad)
+
+
+def test_no_raw_values_beyond_what_scoring_needs(model: TableModel, saved: Path) -> None:
+    manifest = json.loads(_members(saved)[MANIFEST])
+    text = json.dumps(manifest)
+    # The id column's name is stored, never its values; categories keep their levels (scoring needs them).
+    assert manifest["id_column"] == "id" and '"7"' not in text
+    assert sorted(manifest["schema"]["columns"][1]["levels"]) == ["x", "y", "z"]
 
 
 def test_polars_frames_give_the_same_scores(model: TableModel, table: pd.DataFrame) -> None:

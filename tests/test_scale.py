@@ -22,9 +22,9 @@ import pytest
 
 from nrad.errors import NradError
 from nrad.model_file import load_model, save_model
-from nrad.stream import kth_largest, sample_table
+from nrad.stream import kth_largest, sample_table, score_file
 from nrad.table import TableModel, fit_table
-from nrad.workflow import fit_model, score_stream
+from nrad.workflow import fit_model
 
 NRAD = [sys.executable, "-c", "from nrad.cli import main; main()"]
 
@@ -128,14 +128,15 @@ def test_streamed_scores_equal_in_memory_scores(
     else:
         path = tmp_path / f"in{src}"
         data.to_csv(path, index=False) if src == ".csv" else data.to_parquet(path, row_group_size=450)
-    explain = src == dst == ".csv"  # explanations cost 20x scoring: check them once
+    explain = "flagged" if src == dst == ".csv" else "none"  # explanations cost: check them once
     ref, _ = model.score(data, explain=explain)
     out = tmp_path / f"out{dst}"
-    outcome = score_stream(model, path, out, batch_rows=256, explain=explain)
-    got = read(out)
+    outcome = score_file(model, path, out, batch_rows=256, explain=explain)
+    got = read(out).fillna({"top_features": "", "reason": ""}) if explain != "none" else read(out)
     assert_same_rows(got, ref)
-    if explain:
+    if explain != "none":
         assert got["top_features"].tolist() == ref["top_features"].tolist()
+        assert got["reason"].tolist() == ref["reason"].tolist()
     assert outcome.n_rows == 3000 and outcome.n_flagged == int(ref["flagged"].sum()) >= 150
 
 
@@ -143,9 +144,9 @@ def test_streamed_contamination_flags_the_same_rows(
     tmp_path: Path, model: TableModel, data: pd.DataFrame
 ) -> None:
     data.to_parquet(tmp_path / "in.parquet")
-    ref, _ = model.score(data, contamination=0.07, explain=False)
-    score_stream(model, tmp_path / "in.parquet", tmp_path / "o.csv", contamination=0.07, explain=False,
-                 batch_rows=100)  # fmt: skip
+    ref, _ = model.score(data, contamination=0.07, explain="none")
+    score_file(model, tmp_path / "in.parquet", tmp_path / "o.csv", contamination=0.07, explain="none",
+               batch_rows=100)  # fmt: skip
     got = read(tmp_path / "o.csv")
     assert_same_rows(got, ref)
     assert "top_features" not in got.columns and got["flagged"].sum() == np.ceil(0.07 * 3000)
@@ -177,7 +178,7 @@ def test_a_failure_mid_stream_leaves_no_output_and_no_spill(
 
     monkeypatch.setattr(TableModel, "score_rows", failing)
     with pytest.raises(NradError, match="simulated"):
-        score_stream(model, tmp_path / "in.csv", tmp_path / "out.csv", batch_rows=500)
+        score_file(model, tmp_path / "in.csv", tmp_path / "out.csv", batch_rows=500)
     assert (tmp_path / "out.csv").read_text() == "previous results\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv", "out.csv"]
 
@@ -215,7 +216,7 @@ def test_score_command_streams_and_fit_command_samples(tmp_path: Path) -> None:
                           "--batch-rows", "400"], cwd=tmp_path, capture_output=True, text=True)  # fmt: skip
     assert res.returncode == 0, res.stderr
     got = pd.read_csv(tmp_path / "s.csv")
-    ref, _ = load_model(tmp_path / "m.nrad").score(table(2500, 5, anomalies=30), explain=False)
+    ref, _ = load_model(tmp_path / "m.nrad").score(table(2500, 5, anomalies=30), explain="none")
     assert_same_rows(got, ref)
     assert f"2500 rows scored, {int(ref['flagged'].sum())} flagged" in res.stdout
 
@@ -242,7 +243,7 @@ def test_dask_scores_equal_single_process_and_ship_the_model_once(
 
     sub = data.iloc[:800]  # explanations are costly; 800 rows over 8 partitions suffice
     sub.to_parquet(tmp_path / "in.parquet", row_group_size=100)
-    ref, _ = model.score(sub)
+    ref, _ = model.score(sub, explain="all")
     with Client(cluster) as client:
         ddf = dd.read_parquet(tmp_path / "in.parquet").repartition(npartitions=8)
         scored = distributed.score(ddf, model, explain=True).persist()
@@ -267,7 +268,7 @@ def test_score_command_on_a_dask_cluster(
                           "--scheduler", cluster.scheduler_address, "--contamination", "0.05", "--no-explain"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert res.returncode == 0, res.stderr
-    ref, _ = model.score(data, contamination=0.05, explain=False)
+    ref, _ = model.score(data, contamination=0.05, explain="none")
     got = pd.read_parquet(tmp_path / "out")
     assert_same_rows(got, ref)
     assert not list(tmp_path.glob(".out.*"))  # scratch removed
@@ -283,13 +284,13 @@ def test_score_to_parquet_starts_its_own_local_cluster(
 
     data.to_parquet(tmp_path / "in.parquet", row_group_size=500)
     torch.set_num_threads(2)
-    explain = not processes  # threads share one model: explanations (autograd) too
+    explain = "none" if processes else "flagged"  # threads share one model: explanations too
     outcome = score_to_parquet(model, tmp_path / "in.parquet", tmp_path / "out", fdr=0.1, explain=explain,
                                n_workers=2, processes=processes)  # fmt: skip
     ref, _ = model.score(data, fdr=0.1, explain=explain)
     got = pd.read_parquet(tmp_path / "out")
     assert_same_rows(got, ref)
-    if explain:
+    if explain != "none":
         assert got["top_features"].tolist() == ref["top_features"].tolist()
     assert outcome.n_rows == len(data) and outcome.n_flagged == int(ref["flagged"].sum())
     # A threaded worker sets torch to one thread in this very process: restored.
@@ -314,6 +315,6 @@ def test_dask_without_a_cluster_embeds_the_model_once(model: TableModel, data: p
     assert all(payload_keys[0] in t.dependencies for t in tasks)
     with dask.config.set(scheduler="synchronous"):
         got = distributed.flag(scored, model, contamination=0.1).compute()
-    ref, _ = model.score(sub, contamination=0.1, explain=False)
+    ref, _ = model.score(sub, contamination=0.1, explain="none")
     np.testing.assert_array_equal(got["anomaly_score"].to_numpy(), ref["anomaly_score"].to_numpy())
     np.testing.assert_array_equal(got["flagged"].to_numpy(), ref["flagged"].to_numpy())

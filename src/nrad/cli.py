@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 app = typer.Typer(help="nrad: noise-robust anomaly detection for tables.", no_args_is_help=True)
-bench_app = typer.Typer(help="Benchmark NRDE against baselines under ../shared/BENCHMARK.md.")
+bench_app = typer.Typer(help="Benchmark NRDE against baselines under the protocol of docs/benchmark.md.")
 datasets_app = typer.Typer(help="List or download benchmark datasets.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
 app.add_typer(datasets_app, name="datasets")
@@ -59,9 +59,11 @@ def demo(
     console.print(f"written to {out}")
 
 
-def _render(outcome: object, top: int = 10) -> None:
+def _render(outcome: Any, top: int = 10) -> None:
     from rich.console import Console
     from rich.table import Table
+
+    from nrad.table import with_row_numbers
 
     console = Console()
     scored = outcome.scored
@@ -73,16 +75,16 @@ def _render(outcome: object, top: int = 10) -> None:
     repaired = {k: v for k, v in outcome.counts.items() if v}
     if repaired:
         console.print("repaired: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in repaired.items()))
-    from nrad.table import with_row_numbers
-
-    table = Table(title=f"Top {top} rows by anomaly score")
     shown = scored.sort_values("anomaly_score", ascending=False, kind="stable").head(top)
     if outcome.row_numbers:
         shown = with_row_numbers(shown)
+    # The reason says in words what top_features says in numbers; show the words.
+    shown = shown.drop(columns=[c for c in ("top_features",) if "reason" in shown.columns])
+    table = Table(title=f"Top {top} rows by anomaly score (nats: 1 more = e times rarer)")
     for col in shown.columns:
-        table.add_column(str(col))
+        table.add_column(str(col), overflow="fold")
     for row in shown.itertuples(index=False):
-        table.add_row(*(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row))
+        table.add_row(*(_cell(v) for v in row))
     console.print(table)
     for note in outcome.notes:
         console.print(f"[yellow]note:[/] {note}")
@@ -90,18 +92,47 @@ def _render(outcome: object, top: int = 10) -> None:
         console.print(f"wrote {path}")
 
 
+def _cell(value: Any) -> str:
+    if type(value).__name__ in ("bool", "bool_"):
+        return "yes" if value else ""
+    if isinstance(value, float):
+        return f"{value:.2g}" if 0 < abs(value) < 1e-3 else f"{value:.4g}"
+    return str(value)
+
+
 FdrOpt = Annotated[
-    float | None, typer.Option(help="Flag rows by Benjamini-Hochberg at this FDR (default 0.05).")
+    float | None,
+    typer.Option(help="Flag rows by Benjamini-Hochberg at this false discovery rate (default 0.05)."),
 ]
 ContOpt = Annotated[
     float | None, typer.Option(help="Instead flag this share of rows with the highest scores.")
 ]
 IdOpt = Annotated[
-    str | None, typer.Option(help="Column that identifies rows; kept in the output, not a feature.")
-]
+    str | None,
+    typer.Option(help="Column that identifies rows; kept in the output, not a feature (default: a column "
+                 "whose values are all distinct, if there is one)."),
+]  # fmt: skip
 IgnoreOpt = Annotated[list[str] | None, typer.Option(help="Column to leave out (repeat for several).")]
 SeedOpt = Annotated[int, typer.Option(help="random_state of the fit.")]
 EpochsOpt = Annotated[int | None, typer.Option(help="Cap on training epochs (default: automatic).")]
+ExplainOpt = Annotated[
+    str,
+    typer.Option(help="Explain 'flagged' rows and the top 10 (default), 'all' rows (slow: hundreds of "
+                 "scores per row), or 'none'."),
+]  # fmt: skip
+NoExplainOpt = Annotated[bool, typer.Option("--no-explain", help="Same as --explain none.")]
+
+
+def _progress() -> Any:
+    """Progress lines on stderr (they never mix with a table or file on stdout)."""
+    import time
+
+    start = time.perf_counter()
+
+    def say(message: str) -> None:
+        typer.echo(f"[{time.perf_counter() - start:5.1f}s] {message}", err=True)
+
+    return say
 
 
 @app.command()
@@ -122,12 +153,15 @@ def detect(
     ] = None,
     seed: SeedOpt = 0,
     max_epochs: EpochsOpt = None,
+    explain: ExplainOpt = "flagged",
+    no_explain: NoExplainOpt = False,
 ) -> None:
-    """Fit NRDE and score DATA: anomaly_score, p_value, flagged, top_features per row."""
+    """Fit and score DATA: anomaly_score, p_value, flagged, top_features and reason per row."""
     from nrad.workflow import detect as run
 
     outcome = run(data, train, out, report, fdr, contamination, save_model, id_column, ignore or [],
-                  label_column, random_state=seed, verbose=True, max_epochs=max_epochs)  # fmt: skip
+                  label_column, random_state=seed, verbose=True, max_epochs=max_epochs,
+                  explain="none" if no_explain else explain, progress=_progress())  # fmt: skip
     _render(outcome)
 
 
@@ -149,20 +183,21 @@ def fit(
     ] = 200_000,
 ) -> None:
     """Fit a model on TRAIN and save it."""
-    from nrad.model_file import save_model
-    from nrad.workflow import fit_model
+    from nrad.workflow import fit_model, notes_for
 
     fitted = fit_model(train, id_column, ignore or [], random_state=seed, verbose=True, max_epochs=max_epochs,
-                       sample_rows=sample_rows)  # fmt: skip
-    save_model(fitted, model)
+                       sample_rows=sample_rows, model_path=model, progress=_progress())  # fmt: skip
     sample = fitted.info["sample"]
     drawn = (
         f" (a uniform sample of {sample['rows_in_file']}, seed {sample['seed']})" if sample["sampled"] else ""
     )
     typer.echo(
-        f"fitted on {sample['rows_sampled']} rows{drawn}, "
-        f"{fitted.detector.n_features_in_} features; wrote {model}"
+        f"fitted on {sample['rows_sampled']} rows{drawn}: {len(fitted.schema.columns)} columns "
+        f"({len(fitted.schema.numeric_names)} numeric, {len(fitted.schema.categorical_names)} categorical); "
+        f"wrote {model}"
     )
+    for note in notes_for(fitted):
+        typer.echo(f"note: {note}")
 
 
 @app.command()
@@ -174,13 +209,13 @@ def score(
     fdr: FdrOpt = None,
     contamination: ContOpt = None,
     label_column: Annotated[str | None, typer.Option(help="0/1 labels for ROC/PR (not a feature).")] = None,
-    explain: Annotated[
-        bool, typer.Option(help="Add top_features per row (integrated gradients, 20-35x the scoring cost).")
-    ] = True,
+    explain: ExplainOpt = "flagged",
+    no_explain: NoExplainOpt = False,
     engine: Annotated[
         str,
         typer.Option(
-            help="'local' (stream in this process) or 'dask' (a Dask cluster; OUT is a Parquet dataset)."
+            help="'local' (this process; streamed when only --out is written) or 'dask' (a Dask cluster; "
+            "OUT is a Parquet dataset)."
         ),
     ] = "local",
     scheduler: Annotated[
@@ -203,25 +238,11 @@ def score(
     batches: a file of any size is scored in constant memory, and OUT appears
     only when complete.  A Parquet DATA may be a directory of files.
     """
-    from nrad.workflow import load, score_stream, score_table
+    from nrad.workflow import score_model_file
 
-    if engine not in ("local", "dask"):
-        raise typer.BadParameter("choose 'local' or 'dask'", param_hint="--engine")
-    if engine == "dask":
-        if out is None or report is not None or label_column is not None:
-            raise typer.BadParameter("--engine dask needs --out and takes no --report or --label-column",
-                                     param_hint="--engine")  # fmt: skip
-        from nrad.distributed import score_to_parquet
-
-        outcome = score_to_parquet(
-            load(model), data, out, fdr, contamination, explain, scheduler, workers, processes
-        )
-    elif out is not None and report is None and label_column is None:
-        outcome = score_stream(load(model), data, out, fdr, contamination, explain, batch_rows)
-    else:
-        outcome = score_table(
-            load(model), data, out, report, fdr, contamination, label_column, explain=explain
-        )
+    outcome = score_model_file(model, data, out, report, fdr, contamination, label_column,
+                               "none" if no_explain else explain, engine, scheduler, workers, processes,
+                               batch_rows, progress=_progress())  # fmt: skip
     _render(outcome)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import shutil
 import tempfile
 import threading
@@ -26,10 +27,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nrad.calibration import bh_cutoff_from_counts, check_level, conformal_ranks
+from nrad.calibration import bh_cutoff
 from nrad.errors import NradError
 from nrad.model_file import model_from_bytes, model_to_bytes
-from nrad.table import TableModel
+from nrad.stream import TOP_ROWS
+from nrad.table import TableModel, check_explain, flag_rule
 
 #: Models loaded in this (worker) process, by SHA-256 of their file bytes.
 _LOADED: dict[str, TableModel] = {}
@@ -46,46 +48,79 @@ def score(ddf: Any, model: TableModel, explain: bool = False) -> Any:
 
     Columns are those of :meth:`TableModel.score_rows`: the id column (if
     the model has one), ``anomaly_score``, ``p_value`` and, with
-    ``explain=True``, ``top_features``.  Add ``flagged`` with :func:`flag`.
+    ``explain=True``, ``top_features`` and ``reason``.  Add ``flagged`` with
+    :func:`flag`.
 
     With a ``dask.distributed`` client active, the model is scattered once to
     all workers; otherwise it is embedded once in the task graph.
     """
+    shipped, digest = _ship(model)
+    meta = _meta(model, ddf._meta, explain)
+    return ddf.map_partitions(_score_partition, shipped, digest, explain, meta=meta, align_dataframes=False)
+
+
+def _ship(model: TableModel) -> tuple[Any, str]:
     import dask
 
     payload = model_to_bytes(model)
     digest = hashlib.sha256(payload).hexdigest()
     client = _current_client()
     if client is not None:
-        shipped = client.scatter(payload, broadcast=True, hash=False)
-    else:
-        shipped = dask.delayed(payload, pure=True)
-    meta = _meta(model, ddf._meta, explain)
-    return ddf.map_partitions(_score_partition, shipped, digest, explain, meta=meta, align_dataframes=False)
+        return client.scatter(payload, broadcast=True, hash=False), digest
+    return dask.delayed(payload, pure=True), digest
 
 
 def flag(scored: Any, model: TableModel, fdr: float | None = None, contamination: float | None = None) -> Any:
-    """Add ``flagged`` (BH at ``fdr``, default 0.05, or the top ``contamination`` share).
+    """Add ``flagged`` by the rule of :func:`nrad.table.flag_rule` (BH at ``fdr``, default 0.05, or
+    the top ``contamination`` share, ties at the cutoff taken in row order as everywhere else).
 
     Computes the cutoff now (one pass over ``scored``: persist it first to
-    avoid scoring twice) and returns a lazy frame.  With ``contamination``,
-    rows tied exactly at the cutoff score are all flagged.
+    avoid scoring twice) and returns a lazy frame.
     """
-    if fdr is not None and contamination is not None:
-        raise NradError("give either fdr or contamination, not both")
-    if contamination is not None:
-        check_level(contamination, "contamination")
-        n = int(scored.shape[0].compute())
-        k = int(np.ceil(contamination * n))
-        cut = float(scored["anomaly_score"].nlargest(k).min().compute()) if k else np.inf
-        return scored.assign(flagged=scored["anomaly_score"] >= cut)
-    calib = np.asarray(model.detector.calibration_scores_)
-    if calib.size == 0:
-        raise NradError("this model has no calibration rows, so no p-values for --fdr; use --contamination")
-    counts = scored["anomaly_score"].map_partitions(_rank_counts, calib, meta=("counts", "object"))
-    total = np.sum(np.stack(counts.compute().tolist()), axis=0)
-    cutoff = bh_cutoff_from_counts(total, 0.05 if fdr is None else fdr)
+    rule = flag_rule(fdr, contamination)
+    if rule.kind == "top":
+        return _flag_top_share(scored, rule.level)
+    model.require_p_values()
+    p = scored["p_value"]
+    n, candidates = _compute(p.shape[0], p[p <= rule.level])
+    cutoff = bh_cutoff(candidates.to_numpy(), int(n), rule.level)
     return scored.assign(flagged=scored["p_value"] <= cutoff)
+
+
+def _compute(*things: Any) -> tuple[Any, ...]:
+    import dask
+
+    return dask.compute(*things)
+
+
+def _flag_top_share(scored: Any, contamination: float) -> Any:
+    """The ``k = ceil(c n)`` highest scores; among rows tied at the cutoff, the first ones in row order."""
+    s = scored["anomaly_score"]
+    (n,) = _compute(s.shape[0])
+    k = int(np.ceil(contamination * int(n)))
+    if k == 0:
+        return scored.assign(flagged=False)
+    (cut,) = _compute(s.nlargest(k).min())
+    above, ties = _compute(
+        s.map_partitions(lambda v: pd.Series([int((v > cut).sum())]), meta=("n", "int64")),
+        s.map_partitions(lambda v: pd.Series([int((v == cut).sum())]), meta=("n", "int64")),
+    )
+    # Tied rows to take from each partition, in partition (row) order.
+    left = k - int(above.sum())
+    take = []
+    for t in ties.to_numpy():
+        take.append(min(int(t), max(left, 0)))
+        left -= take[-1]
+
+    def mark(part: pd.DataFrame, partition_info: dict[str, Any] | None = None) -> pd.DataFrame:
+        i = partition_info["number"] if partition_info else 0
+        v = part["anomaly_score"].to_numpy()
+        flags = v > cut
+        flags[np.flatnonzero(v == cut)[: take[i]]] = True
+        return part.assign(flagged=flags)
+
+    meta = scored._meta.assign(flagged=pd.Series([], dtype=bool))
+    return scored.map_partitions(mark, meta=meta)
 
 
 def score_to_parquet(
@@ -94,7 +129,7 @@ def score_to_parquet(
     out: str | Path,
     fdr: float | None = None,
     contamination: float | None = None,
-    explain: bool = True,
+    explain: str = "flagged",
     scheduler: str | None = None,
     n_workers: int = 2,
     processes: bool = False,
@@ -102,8 +137,9 @@ def score_to_parquet(
     """The ``nrad score --engine dask`` command: DATA -> a Parquet dataset directory OUT.
 
     Scores are written once to a scratch dataset beside OUT, the cutoff is
-    computed from it, and the flagged dataset is written to a temp directory
-    renamed to OUT at the end (an interrupted run leaves no OUT).
+    computed from it, and the flagged dataset (with the flagged and top rows
+    explained, by default) is written to a temp directory renamed to OUT at
+    the end (an interrupted run leaves no OUT).
 
     Without ``scheduler`` a LocalCluster is started: by default one worker
     with ``n_workers`` threads in this process, because the work (Arrow
@@ -116,9 +152,10 @@ def score_to_parquet(
     import dask.dataframe as dd
     from distributed import Client, LocalCluster
 
-    from nrad.workflow import Outcome, _bh_power_note, _rule
+    from nrad.workflow import Outcome, notes_for
 
-    rule = _rule(fdr, contamination)
+    rule = flag_rule(fdr, contamination)
+    check_explain(explain)
     out = Path(out)
     if out.exists():
         raise NradError(f"{out} exists; --engine dask writes a new Parquet directory, give a new path")
@@ -133,31 +170,66 @@ def score_to_parquet(
             prepare_workers(client)
             ddf = read_data(data)
             # Pass 1: score once into a scratch dataset (flagging needs every row).
-            score(ddf, model, explain).to_parquet(
+            score(ddf, model, explain == "all").to_parquet(
                 scratch / "scored", write_index=False, name_function=_part_name
             )
             scored = dd.read_parquet(scratch / "scored")
             flagged = flag(scored, model, fdr, contamination)
             cols = list(flagged.columns)
             cols.insert(cols.index("p_value") + 1, cols.pop(cols.index("flagged")))
+            flagged = flagged[cols]
+            top_scores = flagged["anomaly_score"].nlargest(TOP_ROWS)
+            if explain == "flagged":
+                (lowest_top,) = dask.compute(top_scores.min())
+                flagged = _explain_flagged(ddf, flagged, model, float(lowest_top))
             # Pass 2: write the flagged dataset and count/rank in the same read.
-            write = flagged[cols].to_parquet(scratch / "final", write_index=False, compute=False,
-                                             name_function=_part_name)  # fmt: skip
+            write = flagged.to_parquet(
+                scratch / "final", write_index=False, compute=False, name_function=_part_name
+            )
             _, n_rows, n_flagged, top = dask.compute(
-                write, flagged.shape[0], flagged["flagged"].sum(), flagged.nlargest(10, "anomaly_score")
+                write, flagged.shape[0], flagged["flagged"].sum(), flagged.nlargest(TOP_ROWS, "anomaly_score")
             )
             n_rows, n_flagged = int(n_rows), int(n_flagged)
+        os.chmod(scratch / "final", 0o777 & ~_umask())
         (scratch / "final").rename(out)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
         if cluster is not None:
             cluster.close()
         _restore_torch_threads(torch_threads)
-    notes = _bh_power_note(model, n_rows, fdr, contamination)
     # Partition indexes restart per file or block: there are no global row numbers to show.
-    return Outcome(
-        top.reset_index(drop=True), {}, rule, [out], None, notes, n_rows, n_flagged, row_numbers=False
-    )
+    return Outcome(top.reset_index(drop=True), {}, rule.describe(), [out], None, notes_for(model), n_rows,
+                   n_flagged, row_numbers=False)  # fmt: skip
+
+
+def _explain_flagged(ddf: Any, flagged: Any, model: TableModel, lowest_top: float) -> Any:
+    """Explanations of the flagged rows and of the top rows (score >= the TOP_ROWS-th), per partition."""
+    import dask.dataframe as dd
+
+    shipped, digest = _ship(model)
+    meta = flagged._meta.assign(top_features=pd.Series([], dtype="str"), reason=pd.Series([], dtype="str"))
+    return dd.map_partitions(_explain_partition, ddf, flagged, shipped, digest, lowest_top, meta=meta,
+                             align_dataframes=False)  # fmt: skip
+
+
+def _explain_partition(
+    data: pd.DataFrame, scored: pd.DataFrame, payload: bytes, digest: str, lowest_top: float
+) -> pd.DataFrame:
+    model = _model(payload, digest)
+    scored = scored.reset_index(drop=True)
+    rows = np.flatnonzero(scored["flagged"].to_numpy() | (scored["anomaly_score"].to_numpy() >= lowest_top))
+    top, reason = [""] * len(scored), [""] * len(scored)
+    if rows.size:
+        got_top, got_reason = model.describe(data.reset_index(drop=True), rows=rows, what="partition")
+        for k, i in enumerate(rows):
+            top[i], reason[i] = got_top[k], got_reason[k]
+    return scored.assign(top_features=top, reason=reason)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _local_cluster(local_cluster: Any, n_workers: int, processes: bool) -> Any:
@@ -234,7 +306,8 @@ def prepare_workers(client: Any) -> None:
     client.run(prepare)
 
 
-def _score_partition(part: pd.DataFrame, payload: bytes, digest: str, explain: bool) -> pd.DataFrame:
+def _model(payload: bytes, digest: str) -> TableModel:
+    """The model shipped as ``payload``, loaded once per worker process."""
     with _LOAD_LOCK:
         model = _LOADED.get(digest)
         if model is None:
@@ -242,6 +315,11 @@ def _score_partition(part: pd.DataFrame, payload: bytes, digest: str, explain: b
             if len(_LOADED) >= _MAX_LOADED:
                 _LOADED.pop(next(iter(_LOADED)))
             _LOADED[digest] = model
+    return model
+
+
+def _score_partition(part: pd.DataFrame, payload: bytes, digest: str, explain: bool) -> pd.DataFrame:
+    model = _model(payload, digest)
     if len(part) == 0:
         return _meta(model, part, explain)
     scored, _ = model.score_rows(part, explain=explain, what="partition")
@@ -261,9 +339,5 @@ def _meta(model: TableModel, meta_in: pd.DataFrame, explain: bool) -> pd.DataFra
     cols["p_value"] = pd.Series([], dtype="float64", index=index)
     if explain:
         cols["top_features"] = pd.Series([], dtype="str", index=index)
+        cols["reason"] = pd.Series([], dtype="str", index=index)
     return pd.DataFrame(cols, index=index)
-
-
-def _rank_counts(scores: pd.Series, calib: np.ndarray) -> pd.Series:
-    counts = np.bincount(conformal_ranks(calib, scores.to_numpy()), minlength=calib.size + 1)
-    return pd.Series([counts], dtype="object")

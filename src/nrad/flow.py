@@ -29,6 +29,22 @@ def standard_normal_logpdf(s: Tensor) -> Tensor:
     return -0.5 * (s * s + LOG_2PI)
 
 
+def base_logpdf(s: Tensor, tail: float | None = None) -> Tensor:
+    """Elementwise log density of the base: ``N(0, 1)``, or with exponential tails beyond ``+-tail``.
+
+    With ``tail = c`` the log density is Gaussian for ``|s| <= c`` and falls
+    linearly beyond, ``-c |s| + c^2 / 2`` (up to the Gaussian's constant):
+    continuous with a matching slope at ``c`` (Huber's least-favourable
+    density).  Used when scoring only: a flow has seen few rows mapped
+    beyond a few latent sd, and a Gaussian base would charge a row mapped to
+    8 sd 32 nats; exponential tails charge it 20.
+    """
+    if tail is None:
+        return standard_normal_logpdf(s)
+    a = s.abs()
+    return torch.where(a <= tail, -0.5 * s * s, -tail * a + 0.5 * tail * tail) - 0.5 * LOG_2PI
+
+
 class _Linear(nn.Linear):
     """``nn.Linear`` whose parameters are left uninitialized on construction.
 
@@ -131,8 +147,11 @@ class LULinear(nn.Module):
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
         lower, upper = self._factors()
-        # z = P L U x, row-wise: x @ U^T @ L^T, then rows permuted by P.
-        z = (x @ upper.T) @ lower.T
+        # z = P L U x, row-wise: x @ U^T @ L^T, then rows permuted by P.  The
+        # transposes are made contiguous: multiplied by a transposed view, MKL
+        # rounded a row's result differently depending on the other rows of
+        # the batch (1 ulp), so a row's score depended on its batch.
+        z = (x @ upper.T.contiguous()) @ lower.T.contiguous()
         z = z[:, self.perm]
         return z, self.log_diag.sum().expand(x.shape[0])
 

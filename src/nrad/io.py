@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,11 +15,20 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temp path beside ``path``; rename it onto ``path`` only on success.
 
     A crash or kill mid-write leaves no half file under the final name (the
-    temp file may remain, named ``.<name>.*.tmp``, and is never read).
+    temp file may remain, named ``.<name>.*.tmp``, and is never read).  The
+    file gets the permissions any new file of the user gets (0666 less the
+    umask): it is created with ``os.open``, which applies the umask, not
+    with ``tempfile.mkstemp``, which always makes it owner-only.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    while True:
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            break
+        except FileExistsError:
+            continue
     os.close(fd)
     try:
         yield Path(tmp)

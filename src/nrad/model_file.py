@@ -23,15 +23,18 @@ from safetensors.numpy import load as load_tensors
 from safetensors.numpy import save as save_tensors
 
 from nrad import __version__
+from nrad.calibration import TailModel
+from nrad.categories import CategoryModel
 from nrad.detector import NRDE
 from nrad.errors import NradError
 from nrad.flow import CouplingFlow
 from nrad.io import atomic_path
 from nrad.preprocess import TableSchema
+from nrad.scaler import NumericScaler
 from nrad.table import TableModel
 
 FORMAT = "nrad-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MANIFEST, TENSORS = "manifest.json", "tensors.safetensors"
 MAX_MANIFEST_BYTES = 16 * 2**20
 MAX_TENSOR_BYTES = 2 * 2**30
@@ -63,21 +66,36 @@ def model_from_bytes(data: bytes, name: str = "<model bytes>") -> TableModel:
 
 
 def _write_zip(model: TableModel, fh: Any) -> None:
-    det = model.detector
-    tensors = {f"flow.{k}": v.detach().cpu().numpy() for k, v in det.flow_.state_dict().items()}
-    tensors.update({f"detector.{a}": np.asarray(getattr(det, a)) for a in ARRAYS})
+    tensors: dict[str, np.ndarray] = {}
+    detectors = []
+    for k, det in enumerate(model.detectors):
+        tensors.update(
+            {f"flow{k}.{name}": v.detach().cpu().numpy() for name, v in det.flow_.state_dict().items()}
+        )
+        tensors.update({f"detector{k}.{a}": np.asarray(getattr(det, a)) for a in ARRAYS})
+        detectors.append({
+            "params": _json_params(det.get_params()),
+            "learned": {a: getattr(det, a) for a in ("offset_", "n_epochs_", "n_features_in_")},
+        })  # fmt: skip
+    categories, cat_arrays = model.categories.to_state("categories.")
+    scaler, scaler_arrays = model.scaler.to_state("scaler.")
+    tensors.update(cat_arrays)
+    tensors.update(scaler_arrays)
+    tail = None
+    if model.tail is not None:
+        t = model.tail
+        tensors.update({"tail.scores": t.scores, "tail.shapes": t.shapes, "tail.scales": t.scales,
+                        "tail.weights": t.weights})  # fmt: skip
+        tail = {"threshold": t.threshold, "n_tail": t.n_tail}
     manifest = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "nrad_version": __version__,
-        "params": _json_params(det.get_params()),
-        "learned": {
-            "offset_": det.offset_,
-            "n_epochs_": det.n_epochs_,
-            "n_features_in_": det.n_features_in_,
-            "has_linear_layer": True,
-        },
         "schema": model.schema.to_dict(),
+        "categories": categories,
+        "scaler": scaler,
+        "detectors": detectors,
+        "tail": tail,
         "id_column": model.id_column,
         "ignore": model.ignore,
         "info": model.info,
@@ -172,30 +190,62 @@ def _check_manifest(manifest: Any, tensors: dict[str, np.ndarray], path: Path) -
 
 
 def _rebuild(manifest: dict[str, Any], tensors: dict[str, np.ndarray]) -> TableModel:
-    params = manifest["params"]
+    schema = TableSchema.from_dict(manifest["schema"])
+    categories = CategoryModel.from_state(manifest["categories"], tensors, "categories.")
+    scaler = NumericScaler.from_state(manifest["scaler"], tensors, "scaler.")
+    if categories.n_features != len(schema.categorical_names) + _n_indicators(schema):
+        raise ValueError(
+            f"category model has {categories.n_features} features, the schema makes a different number"
+        )
+    if scaler.n_features != len(schema.numeric_names):
+        raise ValueError(
+            f"scaler has {scaler.n_features} features, the schema makes {len(schema.numeric_names)}"
+        )
+    detectors = [
+        _rebuild_detector(spec, tensors, k, scaler.n_features) for k, spec in enumerate(manifest["detectors"])
+    ]
+    tail = None
+    if manifest["tail"] is not None:
+        t = manifest["tail"]
+        arrays = [
+            np.asarray(tensors[f"tail.{a}"], dtype=np.float64)
+            for a in ("scores", "shapes", "scales", "weights")
+        ]
+        if not arrays[1].shape == arrays[2].shape == arrays[3].shape or np.any(arrays[2] <= 0):
+            raise ValueError("the calibration tail's shapes, scales and weights do not match")
+        tail = TailModel(arrays[0], float(t["threshold"]), int(t["n_tail"]), *arrays[1:])
+    return TableModel(schema, categories, scaler, detectors, tail, manifest.get("id_column"),
+                      list(manifest.get("ignore", [])), manifest.get("info", {}))  # fmt: skip
+
+
+def _rebuild_detector(spec: dict[str, Any], tensors: dict[str, np.ndarray], k: int, d: int) -> NRDE:
+    params = spec["params"]
     det = NRDE(**params)
-    learned = manifest["learned"]
-    d = int(learned["n_features_in_"])
+    learned = spec["learned"]
+    if int(learned["n_features_in_"]) != d:
+        raise ValueError(f"flow {k} takes {learned['n_features_in_']} features, the scaler makes {d}")
     flow = CouplingFlow(
         d, int(params["n_transforms"]), int(params["hidden_units"]), np.random.default_rng(0), np.eye(d)
     )
-    state = {k[len("flow.") :]: torch.as_tensor(v) for k, v in tensors.items() if k.startswith("flow.")}
+    prefix = f"flow{k}."
+    state = {
+        name[len(prefix) :]: torch.as_tensor(v) for name, v in tensors.items() if name.startswith(prefix)
+    }
     flow.load_state_dict(state, strict=True)
     det.flow_ = flow.double().eval()
     for a in ARRAYS:
-        setattr(det, a, np.asarray(tensors[f"detector.{a}"]))
+        setattr(det, a, np.asarray(tensors[f"detector{k}.{a}"]))
     for a in ("mean_", "scale_"):
         if getattr(det, a).shape != (d,):
             raise ValueError(f"{a} has shape {getattr(det, a).shape}, expected ({d},)")
     det.offset_ = float(learned["offset_"])
     det.n_epochs_ = int(learned["n_epochs_"])
     det.n_features_in_ = d
-    schema = TableSchema.from_dict(manifest["schema"])
-    if len(schema.feature_names) != d:
-        raise ValueError(f"schema makes {len(schema.feature_names)} features, detector expects {d}")
-    return TableModel(
-        schema, det, manifest.get("id_column"), list(manifest.get("ignore", [])), manifest.get("info", {})
-    )
+    return det
+
+
+def _n_indicators(schema: TableSchema) -> int:
+    return sum(1 for c in schema.numeric_sources if schema.columns[c].kind == "numeric")
 
 
 def _json_params(params: dict[str, Any]) -> dict[str, Any]:

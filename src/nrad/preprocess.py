@@ -1,24 +1,27 @@
-"""Table -> float matrix: a fitted schema for real, messy tables.
+"""Table -> numbers and category codes: a fitted schema for real, messy tables.
 
 Every decision is made from the training rows and kept in the schema, which
 is plain JSON (``to_dict`` / ``from_dict``) so it travels in the model file.
 
 Column handling (documented in docs/usage.md):
 
-* numeric: kept; a text column whose non-missing values parse as numbers for
-  at least ``NUMERIC_PARSE_SHARE`` of the rows is numeric (the rest, such as
-  "n/a", "?" or "1,5", become missing and are counted);
-* boolean: 0 / 1;
-* datetime (dtype, or text that parses as dates): month, day, day of week
-  and hour.  Absolute time (year, seconds since 1970) is left out on
-  purpose: data scored later would lie outside the training range and every
-  new row would look anomalous;
-* categorical / text: one-hot when it has at most ``MAX_ONE_HOT`` levels,
-  else frequency encoding (share of training rows with that level); levels
-  unseen in training become all-zero / frequency 0 and are counted;
-* missing values: imputed with the training median (numeric) or treated as a
-  level of their own (categorical); one extra column ``__n_missing__`` holds
-  each row's count of missing cells;
+* identifier: text whose values are all distinct, or integers that are all
+  distinct and run in sequence (consecutive, or rising row by row).  Never a
+  feature; the first one names the rows when no id column is given;
+* numeric: kept, missing cells stay NaN (the model scores them by its best
+  value for the row, and the fact that they are missing separately); a text
+  column whose non-missing values parse as numbers for at least
+  ``NUMERIC_PARSE_SHARE`` of the rows is numeric (the rest, such as "n/a",
+  "?" or "1,5", become missing and are counted).  A numeric column with only
+  two values is categorical;
+* datetime (dtype, or text that parses as dates): hour of the day (numeric,
+  with minutes) and day of the week (categorical).  Absolute time, month and
+  day of month are left out on purpose: data scored later would lie outside
+  the training range and every new row would look anomalous;
+* categorical / boolean / text: codes ``0..K-1`` for the levels seen at least
+  ``MIN_LEVEL_COUNT`` times in training (their values are the only raw
+  values the schema keeps), code ``K`` (*other*) for levels seen fewer times
+  or never, code ``K + 1`` for a missing cell;
 * constant and all-missing columns: dropped and reported.
 """
 
@@ -35,13 +38,17 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from nrad.errors import NradError
 
-#: Categorical columns with at most this many levels are one-hot encoded.
-MAX_ONE_HOT = 10
 #: Share of non-missing text values that must parse as numbers for a column to be numeric.
 NUMERIC_PARSE_SHARE = 0.95
-MISSING_COUNT = "__n_missing__"
+#: A level seen fewer times than this in training is pooled with unseen levels as *other*
+#: (and its value is not stored): one or two rows cannot tell a level apart from a new one.
+MIN_LEVEL_COUNT = 2
+#: Fewest rows on which a column of distinct values is taken for an identifier.
+MIN_ID_ROWS = 20
 #: Text that means "missing" in real exports (compared case-insensitively, stripped).
 NA_TOKENS = frozenset({"", "na", "n/a", "nan", "null", "none", "?", "-", "--", "#n/a"})
+OTHER, MISSING = "<other>", "<missing>"
+WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
 def standardization(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -60,7 +67,7 @@ def standardization(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class ProtocolScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
-    """z-score with the training rows' mean and sd (BENCHMARK.md's scaling rule)."""
+    """z-score with the training rows' mean and sd (the benchmark protocol's scaling rule)."""
 
     def fit(self, X: Any, y: Any = None) -> ProtocolScaler:
         X = validate_data(self, X, dtype=np.float64)
@@ -78,20 +85,44 @@ class ColumnPlan:
     """What the schema does with one input column."""
 
     name: str
-    kind: str  # numeric | boolean | datetime | onehot | frequency
+    kind: str  # numeric | categorical | datetime
+    #: numeric: the training median (what a typical row has).
     fill: float = 0.0
+    #: categorical: levels seen at least MIN_LEVEL_COUNT times, most frequent first.
     levels: list[str] = field(default_factory=list)
-    freqs: list[float] = field(default_factory=list)
+    #: datetime: whether the hour varies (a column of dates has none).
+    has_hour: bool = True
+    #: datetime: the strftime format of the text ("" for datetime values).
+    format: str = ""
 
-    def outputs(self) -> list[str]:
-        if self.kind == "onehot":
-            return [f"{self.name}={lvl}" for lvl in self.levels]
+    def numeric_features(self) -> list[str]:
+        if self.kind == "numeric":
+            return [self.name]
+        if self.kind == "datetime" and self.has_hour:
+            return [f"{self.name}.hour"]
+        return []
+
+    def categorical_features(self) -> list[tuple[str, list[str]]]:
+        """(feature name, labels of its codes) for each categorical feature of the column."""
+        if self.kind == "categorical":
+            return [(self.name, [*self.levels, OTHER, MISSING])]
         if self.kind == "datetime":
-            return [f"{self.name}.{part}" for part in DATETIME_PARTS]
-        return [self.name]
+            return [(f"{self.name}.weekday", [*WEEKDAYS, OTHER, MISSING])]
+        return []
 
 
-DATETIME_PARTS = ("month", "day", "dayofweek", "hour")
+@dataclass(frozen=True)
+class Encoded:
+    """A table as the model sees it."""
+
+    #: (n, p) numeric features, NaN where missing.
+    numeric: np.ndarray
+    #: (n, q) category codes: level index, ``K`` other, ``K + 1`` missing.
+    codes: np.ndarray
+    #: Repairs made: missing cells, unseen levels, parse failures.
+    counts: dict[str, int]
+    #: (n, n_columns) True where the row's value of that kept column was missing.
+    missing: np.ndarray
 
 
 @dataclass
@@ -101,25 +132,42 @@ class TableSchema:
     columns: list[ColumnPlan]
     dropped: dict[str, str]
     input_columns: list[str]
-    add_missing_count: bool = True
+    #: Columns recognised as row identifiers (never features).
+    identifiers: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
 
     @property
-    def feature_names(self) -> list[str]:
-        names = [o for c in self.columns for o in c.outputs()]
-        return names + ([MISSING_COUNT] if self.add_missing_count else [])
+    def numeric_names(self) -> list[str]:
+        return [f for c in self.columns for f in c.numeric_features()]
 
-    def source_column(self) -> list[str]:
-        """For every output feature, the input column it came from."""
-        names = [c.name for c in self.columns for _ in c.outputs()]
-        return names + ([MISSING_COUNT] if self.add_missing_count else [])
+    @property
+    def numeric_sources(self) -> list[int]:
+        """Index (into ``columns``) of the input column of each numeric feature."""
+        return [i for i, c in enumerate(self.columns) for _ in c.numeric_features()]
+
+    @property
+    def categorical_names(self) -> list[str]:
+        return [name for c in self.columns for name, _ in c.categorical_features()]
+
+    @property
+    def categorical_labels(self) -> list[list[str]]:
+        return [labels for c in self.columns for _, labels in c.categorical_features()]
+
+    @property
+    def categorical_sources(self) -> list[int]:
+        return [i for i, c in enumerate(self.columns) for _ in c.categorical_features()]
+
+    @property
+    def names(self) -> list[str]:
+        """The kept input columns, in schema order."""
+        return [c.name for c in self.columns]
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "columns": [c.__dict__ for c in self.columns],
             "dropped": self.dropped,
             "input_columns": self.input_columns,
-            "add_missing_count": self.add_missing_count,
+            "identifiers": self.identifiers,
         }
 
     @classmethod
@@ -127,19 +175,22 @@ class TableSchema:
         try:
             cols = [ColumnPlan(**c) for c in data["columns"]]
             return cls(
-                cols, dict(data["dropped"]), list(data["input_columns"]), bool(data["add_missing_count"])
+                cols, dict(data["dropped"]), list(data["input_columns"]), list(data.get("identifiers", []))
             )
         except (KeyError, TypeError) as exc:
             raise NradError(f"the model's preprocessing schema is malformed: {exc}") from exc
 
 
-def fit_schema(df: pd.DataFrame) -> TableSchema:
+def fit_schema(df: pd.DataFrame, detect_identifiers: bool = True) -> TableSchema:
     """Decide each column's handling from the training rows."""
     _check_table(df, "training data")
-    plans, dropped = [], {}
+    plans, dropped, identifiers = [], {}, []
     counts = {"parse_failures": 0}
     for name in df.columns:
         col = df[name]
+        if detect_identifiers and is_identifier(col):
+            identifiers.append(str(name))
+            continue
         plan, reason, failures = _plan_column(str(name), col)
         counts["parse_failures"] += failures
         if plan is None:
@@ -147,46 +198,61 @@ def fit_schema(df: pd.DataFrame) -> TableSchema:
         else:
             plans.append(plan)
     if not plans:
+        reasons = {**dropped, **dict.fromkeys(identifiers, "identifier (all values distinct)")}
         raise NradError(
-            "no usable column left: every column is constant or empty "
-            f"({', '.join(f'{k}: {v}' for k, v in dropped.items())})"
+            "no usable column left: every column is constant, empty or an identifier "
+            f"({', '.join(f'{k}: {v}' for k, v in reasons.items())})"
         )
-    return TableSchema(plans, dropped, [str(c) for c in df.columns], counts=counts)
+    kept = [str(c) for c in df.columns if str(c) not in identifiers]
+    return TableSchema(plans, dropped, kept, identifiers, counts=counts)
 
 
-def transform_table(
-    schema: TableSchema, df: pd.DataFrame, what: str = "data"
-) -> tuple[np.ndarray, dict[str, int]]:
-    """Apply a fitted schema; return the float matrix and counts of what was repaired."""
-    X, counts, _ = transform_with_missing(schema, df, what)
-    return X, counts
+def is_identifier(col: pd.Series) -> bool:
+    """All values distinct and present, and text (not numbers or dates) or integers in sequence.
 
-
-def transform_with_missing(
-    schema: TableSchema, df: pd.DataFrame, what: str = "data"
-) -> tuple[np.ndarray, dict[str, int], np.ndarray]:
-    """:func:`transform_table`, plus which cells were missing.
-
-    The third result is a boolean array of shape (n_rows, len(schema.columns)),
-    True where a row's value of that kept column was missing (or did not
-    parse); explanations use it to credit ``__n_missing__`` to the columns.
+    Measurements are often all distinct too (amounts with cents), so numbers
+    count only when they are integers that are consecutive once sorted, or
+    rise from row to row (a row counter, an auto-increment key).
     """
+    n = len(col)
+    if n < MIN_ID_ROWS or col.isna().any() or not col.is_unique:
+        return False
+    if pd.api.types.is_bool_dtype(col) or pd.api.types.is_datetime64_any_dtype(col):
+        return False
+    if pd.api.types.is_integer_dtype(col):
+        values = col.to_numpy(dtype=np.int64)
+        return bool(np.all(np.diff(np.sort(values)) == 1) or np.all(np.diff(values) > 0))
+    if pd.api.types.is_numeric_dtype(col):
+        return False
+    text = col.astype("string")
+    parsed, _ = _numeric_parse(text)
+    if parsed.notna().mean() >= NUMERIC_PARSE_SHARE:
+        return is_identifier(parsed.astype("Int64")) if (parsed % 1 == 0).all() else False
+    return _datetime_kind(col) is None
+
+
+def encode(schema: TableSchema, df: pd.DataFrame, what: str = "data") -> Encoded:
+    """Apply a fitted schema: numeric features (NaN where missing), category codes, counts."""
     _check_table(df, what)
     _check_columns(schema, df, what)
-    parts, counts = [], {"missing_cells": 0, "unseen_levels": 0, "parse_failures": 0}
-    flags = []
+    n = len(df)
+    numeric, codes, flags = [], [], []
+    counts = {"missing_cells": 0, "unseen_levels": 0, "parse_failures": 0}
     for plan in schema.columns:
-        block, flag, unseen, failures = _apply(plan, df[plan.name])
-        parts.append(block)
-        flags.append(flag)
+        nums, cats, missing, unseen, failures = _apply(plan, df[plan.name])
+        numeric += nums
+        codes += cats
+        flags.append(missing)
         counts["unseen_levels"] += unseen
         counts["parse_failures"] += failures
-    missing = np.column_stack(flags).astype(bool)
-    n_missing = missing.sum(axis=1).astype(np.float64)
-    counts["missing_cells"] = int(n_missing.sum())
-    if schema.add_missing_count:
-        parts.append(n_missing[:, None])
-    return np.hstack(parts).astype(np.float64), counts, missing
+    missing = np.column_stack(flags) if flags else np.zeros((n, 0), dtype=bool)
+    counts["missing_cells"] = int(missing.sum())
+    return Encoded(
+        numeric=np.column_stack(numeric).astype(np.float64) if numeric else np.zeros((n, 0)),
+        codes=np.column_stack(codes).astype(np.int64) if codes else np.zeros((n, 0), dtype=np.int64),
+        counts=counts,
+        missing=missing,
+    )
 
 
 def _check_table(df: pd.DataFrame, what: str) -> None:
@@ -204,7 +270,8 @@ def _check_table(df: pd.DataFrame, what: str) -> None:
 def _check_columns(schema: TableSchema, df: pd.DataFrame, what: str) -> None:
     have = {str(c) for c in df.columns}
     need = set(schema.input_columns)
-    missing, extra = sorted(need - have), sorted(have - need)
+    # Identifier columns are not features: present or not, they are ignored.
+    missing, extra = sorted(need - have), sorted(have - need - set(schema.identifiers))
     if missing or extra:
         parts = []
         if missing:
@@ -233,91 +300,135 @@ def _numeric_parse(col: pd.Series) -> tuple[pd.Series, int]:
     return values.astype(float), failures
 
 
-def _as_datetime(col: pd.Series) -> pd.Series | None:
-    if pd.api.types.is_datetime64_any_dtype(col):
-        return col
-    if col.dtype != object and not pd.api.types.is_string_dtype(col):
-        return None
-    sample = col.dropna().astype(str).head(200)
+def _datetime_format(col: pd.Series) -> str | None:
+    """The strftime format that parses at least ``NUMERIC_PARSE_SHARE`` of a text column, or None.
+
+    Decided once, from the training rows, and kept in the schema: pandas
+    otherwise guesses the format from each table's first value, so a table
+    starting with 05/03/2023 is read month-first and one starting with
+    27/05/2023 day-first, and the same column means two things.  Among the
+    formats that fit the first values (day first and month first) the one
+    that parses most of a sample wins.
+    """
+    from pandas.tseries.api import guess_datetime_format
+
+    sample = col.dropna().astype(str).str.strip().head(500)
     if sample.empty or not sample.str.contains(r"\d{4}-\d{1,2}-\d{1,2}|\d{1,2}/\d{1,2}/\d{2,4}").all():
         return None
     with warnings.catch_warnings():
+        # pandas warns when a value fits day-first and month-first alike: both are tried here.
+        warnings.simplefilter("ignore", UserWarning)
+        guesses = {
+            guess_datetime_format(v, dayfirst=first) for v in sample.head(50) for first in (False, True)
+        }
+    best, best_share = None, 0.0
+    for fmt in sorted(g for g in guesses if g):
+        share = _parse_datetime(sample, fmt).notna().mean()
+        if share > best_share:
+            best, best_share = fmt, share
+    if best is None or best_share < NUMERIC_PARSE_SHARE:
+        return None
+    parsed = _parse_datetime(col, best)
+    return best if parsed.notna().sum() >= NUMERIC_PARSE_SHARE * col.notna().sum() else None
+
+
+def _parse_datetime(col: pd.Series, fmt: str) -> pd.Series:
+    """Parse with a fixed format ("" for a column that already holds datetimes); failures are NaT."""
+    if fmt == "" or pd.api.types.is_datetime64_any_dtype(col):
+        return pd.to_datetime(col, utc=True, errors="coerce")
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        parsed = pd.to_datetime(col, errors="coerce", utc=True)
-    return parsed if parsed.notna().sum() >= NUMERIC_PARSE_SHARE * col.notna().sum() else None
+        return pd.to_datetime(col.astype("string").str.strip(), format=fmt, utc=True, errors="coerce")
+
+
+def _datetime_kind(col: pd.Series) -> str | None:
+    """ "" for a datetime column, its format for date text, None otherwise."""
+    if pd.api.types.is_datetime64_any_dtype(col):
+        return ""
+    if col.dtype != object and not pd.api.types.is_string_dtype(col):
+        return None
+    return _datetime_format(col)
 
 
 def _plan_column(name: str, col: pd.Series) -> tuple[ColumnPlan | None, str, int]:
     if col.isna().all():
         return None, "all values missing", 0
     if pd.api.types.is_bool_dtype(col):
-        kind, values, failures = "boolean", col.astype(float), 0
-    elif pd.api.types.is_numeric_dtype(col):
-        kind, values, failures = "numeric", col.astype(float), 0
-    elif (dt := _as_datetime(col)) is not None:
-        parts = _datetime_parts(dt)
-        if np.all(np.nan_to_num(np.nanstd(parts, axis=0)) == 0):
-            return None, "constant (no variation in month, day, weekday or hour)", 0
-        fills = np.nanmedian(parts, axis=0)
-        return ColumnPlan(name, "datetime", levels=[repr(float(f)) for f in fills]), "", 0
-    else:
-        values, failures = _numeric_parse(col)
-        present = _na_tokens_to_missing(col).notna().sum()
-        if present and values.notna().sum() >= NUMERIC_PARSE_SHARE * present:
-            kind = "numeric"
-        else:
-            return _categorical_plan(name, _na_tokens_to_missing(col))
+        return _categorical_plan(name, col)
+    if pd.api.types.is_numeric_dtype(col):
+        return _numeric_plan(name, col.astype(float), 0)
+    if (fmt := _datetime_kind(col)) is not None:
+        hour, weekday = _datetime_parts(_parse_datetime(col, fmt))
+        has_hour = bool(np.nanstd(hour) > 0)
+        if not has_hour and np.nanstd(weekday) == 0:
+            return None, "constant (no variation in weekday or hour)", 0
+        return ColumnPlan(name, "datetime", has_hour=has_hour, format=fmt), "", 0
+    values, failures = _numeric_parse(col)
+    present = _na_tokens_to_missing(col).notna().sum()
+    if present and values.notna().sum() >= NUMERIC_PARSE_SHARE * present:
+        return _numeric_plan(name, values, failures)
+    return _categorical_plan(name, _na_tokens_to_missing(col))
+
+
+def _numeric_plan(name: str, values: pd.Series, failures: int) -> tuple[ColumnPlan | None, str, int]:
     finite = values[np.isfinite(values)]
     if finite.empty:
         return None, "no finite values", failures
-    if finite.nunique() <= 1 and values.notna().all():
+    distinct = finite.nunique()
+    if distinct <= 1 and values.notna().all():
         return None, "constant", failures
-    return ColumnPlan(name, kind, fill=float(finite.median())), "", failures
+    if distinct <= 2:  # a 0/1 flag is a category, not a measurement
+        return _categorical_plan(name, values.where(np.isfinite(values)))
+    return ColumnPlan(name, "numeric", fill=float(finite.median())), "", failures
 
 
 def _categorical_plan(name: str, col: pd.Series) -> tuple[ColumnPlan | None, str, int]:
-    text = col.astype("string").fillna("<missing>")
-    counts = text.value_counts()
+    counts = _as_text(col).value_counts(dropna=False)
     if len(counts) <= 1:
         return None, "constant", 0
-    levels = [str(v) for v in counts.index]
-    if len(levels) <= MAX_ONE_HOT:
-        return ColumnPlan(name, "onehot", levels=levels), "", 0
-    freqs = (counts / counts.sum()).tolist()
-    return ColumnPlan(name, "frequency", levels=levels, freqs=[float(f) for f in freqs]), "", 0
+    counts = counts[counts.index.notna()]
+    kept = counts[counts >= MIN_LEVEL_COUNT]
+    # Most frequent first, ties by name: the order does not depend on row order.
+    order = sorted(kept.items(), key=lambda kv: (-kv[1], str(kv[0])))
+    return ColumnPlan(name, "categorical", levels=[str(k) for k, _ in order]), "", 0
 
 
-def _datetime_parts(dt: pd.Series) -> np.ndarray:
-    dt = pd.to_datetime(dt, utc=True, errors="coerce")
-    cols = [dt.dt.month, dt.dt.day, dt.dt.dayofweek, dt.dt.hour]
-    return np.column_stack([c.astype(float).to_numpy() for c in cols])
+def _as_text(col: pd.Series) -> pd.Series:
+    """Category values as text; numbers that are whole print without ``.0`` (1, not 1.0)."""
+    if pd.api.types.is_float_dtype(col):
+        col = col.map(lambda v: v if pd.isna(v) else (str(int(v)) if float(v).is_integer() else repr(v)))
+    return col.astype("string")
 
 
-def _apply(plan: ColumnPlan, col: pd.Series) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """One column -> (block, per-row missing flags, unseen levels, parse failures)."""
-    if plan.kind in ("numeric", "boolean"):
+def _datetime_parts(dt: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(hour of day with minutes, weekday 0-6) of parsed datetimes, NaN where missing."""
+    hour = (dt.dt.hour + dt.dt.minute / 60.0).astype(float).to_numpy()
+    return hour, dt.dt.day_of_week.astype(float).to_numpy()
+
+
+def _apply(
+    plan: ColumnPlan, col: pd.Series
+) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray, int, int]:
+    """One column -> (numeric features, code features, missing flags, unseen levels, parse failures)."""
+    if plan.kind == "numeric":
         if pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
             values, failures = col.astype(float), 0
         else:
             values, failures = _numeric_parse(col)
         values = values.to_numpy(dtype=float, copy=True)
         missing = ~np.isfinite(values)
-        values[missing] = plan.fill
-        return values[:, None], missing.astype(float), 0, failures
+        values[missing] = np.nan
+        return [values], [], missing, 0, failures
     if plan.kind == "datetime":
-        parts = _datetime_parts(col)
-        missing = np.isnan(parts).any(axis=1)
-        fills = np.array([float(f) for f in plan.levels])
-        parts = np.where(np.isnan(parts), fills, parts)
-        return parts, missing.astype(float), 0, 0
-    col = _na_tokens_to_missing(col)
-    text = col.astype("string").fillna("<missing>")
-    missing = col.isna().to_numpy().astype(float)
-    known = text.isin(plan.levels)
-    unseen = int((~known).sum())
-    if plan.kind == "onehot":
-        block = np.column_stack([(text == lvl).to_numpy(dtype=float) for lvl in plan.levels])
-    else:
-        freq = dict(zip(plan.levels, plan.freqs, strict=True))
-        block = text.map(lambda v: freq.get(v, 0.0)).to_numpy(dtype=float)[:, None]
-    return block, missing, unseen, 0
+        hour, weekday = _datetime_parts(_parse_datetime(col, plan.format))
+        missing = np.isnan(weekday)
+        codes = np.where(missing, len(WEEKDAYS) + 1, np.nan_to_num(weekday)).astype(np.int64)
+        return ([hour] if plan.has_hour else []), [codes], missing, 0, 0
+    text = _as_text(_na_tokens_to_missing(col))
+    missing = text.isna().to_numpy()
+    index = {level: i for i, level in enumerate(plan.levels)}
+    k = len(plan.levels)
+    codes = text.map(index).to_numpy(dtype=float, na_value=np.nan)
+    unseen = np.isnan(codes) & ~missing
+    codes = np.where(missing, k + 1, np.where(unseen, k, np.nan_to_num(codes))).astype(np.int64)
+    return [], [codes], missing, int(unseen.sum()), 0

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from nrad.flow import CouplingFlow, standard_normal_logpdf
+from nrad.flow import CouplingFlow, base_logpdf
 from nrad.jacobian import log_column_norms, probed_log_column_norms
 
 
@@ -108,14 +108,17 @@ def _floor_cut(sorted_desc: np.ndarray, min_log_gap: float, max_log_spread: floa
     return best_k
 
 
-def pure_log_density(flow: CouplingFlow, x: Tensor, noise: Sequence[int]) -> Tensor:
+def pure_log_density(
+    flow: CouplingFlow, x: Tensor, noise: Sequence[int], latent_tail: float | None = None
+) -> Tensor:
     """Log density of each row's pure data ``x_p = g(s_P, 0)`` on the pure manifold.
 
     With no noise sources this is exactly the flow's log density of ``x``.
+    ``latent_tail``: see :func:`nrad.flow.base_logpdf`.
     """
     s, logdet_forward = flow(x)
     if len(noise) == 0:
-        return standard_normal_logpdf(s).sum(dim=1) + logdet_forward
+        return base_logpdf(s, latent_tail).sum(dim=1) + logdet_forward
     noise_idx = torch.as_tensor(list(noise), dtype=torch.long)
     pure_mask = torch.ones(s.shape[1], dtype=torch.bool)
     pure_mask[noise_idx] = False
@@ -123,5 +126,5 @@ def pure_log_density(flow: CouplingFlow, x: Tensor, noise: Sequence[int]) -> Ten
     s_pure[:, noise_idx] = 0.0
     _, logdet_generator = flow.inverse(s_pure)
     noise_log_norms = log_column_norms(flow, s_pure, noise_idx)
-    latent = standard_normal_logpdf(s[:, pure_mask]).sum(dim=1)
+    latent = base_logpdf(s[:, pure_mask], latent_tail).sum(dim=1)
     return latent - logdet_generator + noise_log_norms.sum(dim=1)

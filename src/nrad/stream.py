@@ -7,10 +7,12 @@ Scoring needs one global fact before any row can be flagged: the
 Benjamini-Hochberg cutoff (or, with ``contamination``, the k-th largest
 score) depends on every row.  So scoring runs in two steps: (1) each batch
 is scored and its results appended to a spill file beside the output, while
-a histogram of conformal p-value ranks (n_calibration + 1 integers) is
-accumulated; (2) the cutoff is computed from the histogram and the spill is
-copied to a temp output with ``flagged`` added, then renamed.  The input is
-read and the flow run once; only the few output columns are read twice.
+the p-values at most the FDR level are kept (no larger one can be flagged,
+so they decide the cutoff alone: a share ``fdr`` of the normal rows);
+(2) the cutoff is computed from them and the spill is copied to a temp
+output with ``flagged`` added, then renamed.  The flagged rows (and the top
+rows) are explained in step 2: the input is read a second time beside the
+spill, and only those rows are transformed again.
 """
 
 from __future__ import annotations
@@ -25,10 +27,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nrad.calibration import bh_cutoff_from_counts, check_level, conformal_ranks
+from nrad.calibration import bh_cutoff
 from nrad.errors import NradError
 from nrad.io import atomic_path, count_rows, iter_table, read_table
-from nrad.table import TableModel
+from nrad.table import TableModel, check_explain, flag_rule
 
 #: Rows per batch read from the input (and per Parquet row group written).
 BATCH_ROWS = 65_536
@@ -116,7 +118,7 @@ def score_file(
     out: str | Path,
     fdr: float | None = None,
     contamination: float | None = None,
-    explain: bool = True,
+    explain: str = "flagged",
     batch_rows: int = BATCH_ROWS,
 ) -> StreamOutcome:
     """Score DATA batch by batch and write OUT (CSV or Parquet) in input order.
@@ -125,55 +127,121 @@ def score_file(
     table.  OUT appears only when complete (temp file, then rename).
     """
     out = Path(out)
-    calib = np.asarray(model.detector.calibration_scores_)
-    if contamination is None and calib.size == 0:
-        raise NradError(
-            "this model has no calibration rows, so it cannot give p-values for --fdr; "
-            "use --contamination, or refit on at least 50 rows"
-        )
+    rule = flag_rule(fdr, contamination)
+    if rule.kind == "fdr":
+        model.require_p_values()
+    check_explain(explain)
     out.parent.mkdir(parents=True, exist_ok=True)
     spill_dir = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.spill."))
     try:
         spill = spill_dir / "scored.parquet"
-        n_rows, ranks, top, counts = _score_to_spill(model, data, spill, explain, batch_rows)
-        if contamination is not None:
-            flag = _top_share_flagger(spill, n_rows, check_level(contamination, "contamination"))
+        level = rule.level if rule.kind == "fdr" else 0.0
+        n_rows, candidates, top, counts = _score_to_spill(
+            model, data, spill, explain == "all", batch_rows, level
+        )
+        if rule.kind == "top":
+            flag = _top_share_flagger(spill, n_rows, rule.level)
         else:
-            cutoff = bh_cutoff_from_counts(ranks, 0.05 if fdr is None else fdr)
+            cutoff = bh_cutoff(candidates, n_rows, rule.level)
             flag = lambda part: part["p_value"].to_numpy() <= cutoff  # noqa: E731
-        n_flagged = _write_flagged(spill, out, flag)
+        describe = None
+        if explain == "flagged":
+            describe = _describer(model, data, batch_rows, set(top.index.tolist()))
+        n_flagged = _write_flagged(spill, out, flag, describe)
     finally:
         shutil.rmtree(spill_dir, ignore_errors=True)
     top = top.sort_values("anomaly_score", ascending=False, kind="stable")
+    if explain == "flagged":
+        words, reason = model.describe(_rows_at(data, top.index, batch_rows))
+        top = top.assign(top_features=words, reason=reason)
     return StreamOutcome(n_rows, n_flagged, top, counts)
 
 
+def _describer(
+    model: TableModel, data: str | Path, batch_rows: int, top_rows: set[int]
+) -> Callable[[pd.DataFrame, np.ndarray, int], tuple[list[str], list[str]]]:
+    """Explanations for a spill part's flagged rows and the run's top rows, read again from DATA.
+
+    The input is read a second time, batch by batch alongside the spill
+    (both are in input order); only rows to be explained are transformed.
+    """
+    rows = _input_rows(data, batch_rows)
+
+    def describe(part: pd.DataFrame, flags: np.ndarray, start: int) -> tuple[list[str], list[str]]:
+        frame = rows(len(part))
+        want = flags.copy()
+        want[[i - start for i in top_rows if start <= i < start + len(part)]] = True
+        top, reason = [""] * len(part), [""] * len(part)
+        chosen = np.flatnonzero(want)
+        if chosen.size:
+            got_top, got_reason = model.describe(frame, rows=chosen, what=f"{data} (rows from {start + 1})")
+            for k, i in enumerate(chosen):
+                top[i], reason[i] = got_top[k], got_reason[k]
+        return top, reason
+
+    return describe
+
+
+def _input_rows(data: str | Path, batch_rows: int) -> Callable[[int], pd.DataFrame]:
+    """A reader that hands out the next ``n`` input rows at each call."""
+    batches = iter_table(data, batch_rows)
+    buffer: list[pd.DataFrame] = []
+    held = 0
+
+    def take(n: int) -> pd.DataFrame:
+        nonlocal held
+        while held < n:
+            frame = next(batches)
+            buffer.append(frame)
+            held += len(frame)
+        whole = pd.concat(buffer, ignore_index=True) if len(buffer) > 1 else buffer[0].reset_index(drop=True)
+        buffer.clear()
+        rest = whole.iloc[n:]
+        if len(rest):
+            buffer.append(rest)
+        held = len(rest)
+        return whole.iloc[:n]
+
+    return take
+
+
+def _rows_at(data: str | Path, positions: Any, batch_rows: int) -> pd.DataFrame:
+    """The input rows at these positions, in that order (one more pass over DATA)."""
+    wanted = sorted(int(i) for i in positions)
+    found: dict[int, pd.DataFrame] = {}
+    start = 0
+    for frame in iter_table(data, batch_rows):
+        for i in wanted:
+            if start <= i < start + len(frame):
+                found[i] = frame.iloc[[i - start]]
+        start += len(frame)
+        if wanted and start > wanted[-1]:
+            break
+    return pd.concat([found[int(i)] for i in positions], ignore_index=True)
+
+
 def _score_to_spill(
-    model: TableModel, data: str | Path, spill: Path, explain: bool, batch_rows: int
+    model: TableModel, data: str | Path, spill: Path, explain: bool, batch_rows: int, level: float
 ) -> tuple[int, np.ndarray, pd.DataFrame, dict[str, int]]:
+    """Pass 1: score every batch into the spill; keep the p-values at most ``level`` (what BH needs)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    calib = np.asarray(model.detector.calibration_scores_)
-    rank_counts = np.zeros(calib.size + 1, dtype=np.int64)
+    candidates: list[np.ndarray] = []
     counts: dict[str, int] = {}
     top = pd.DataFrame()
     writer = None
     start = 0
 
-    def finish(part: pd.DataFrame) -> tuple[np.ndarray | None, pa.Table]:
-        # On the batch's own thread: the rank histogram and the Arrow table
-        # (both release the GIL), so the writing thread only writes.
-        ranks = None
-        if calib.size:
-            ranks = np.bincount(conformal_ranks(calib, part["anomaly_score"]), minlength=calib.size + 1)
-        return ranks, pa.Table.from_pandas(part, preserve_index=False)
+    def finish(part: pd.DataFrame) -> tuple[np.ndarray, pa.Table]:
+        # On the batch's own thread (both release the GIL), so the writing thread only writes.
+        p = part["p_value"].to_numpy()
+        return p[p <= level], pa.Table.from_pandas(part, preserve_index=False)
 
     batches = scored_batches(model, prefetch(iter_table(data, batch_rows)), explain, data, finish)
     try:
-        for part, part_counts, (ranks, table) in batches:
-            if ranks is not None:
-                rank_counts += ranks
+        for part, part_counts, (small, table) in batches:
+            candidates.append(small)
             for key, value in part_counts.items():
                 counts[key] = counts.get(key, 0) + value
             if writer is None:
@@ -188,7 +256,7 @@ def _score_to_spill(
             writer.close()
     if writer is None:
         raise NradError(f"{data} has no rows (only a header?)")
-    return start, rank_counts, top, counts
+    return start, np.concatenate(candidates), top, counts
 
 
 def scored_batches(
@@ -383,12 +451,18 @@ def kth_largest(
         lo, hi, hi_closed = edges[j], edges[j + 1], j == bins - 1
 
 
-def _write_flagged(spill: Path, out: Path, flag: Callable[[pd.DataFrame], np.ndarray]) -> int:
-    """Copy the spill to OUT (CSV or Parquet by suffix) with ``flagged`` added; return how many."""
+def _write_flagged(
+    spill: Path,
+    out: Path,
+    flag: Callable[[pd.DataFrame], np.ndarray],
+    describe: Callable[[pd.DataFrame, np.ndarray, int], tuple[list[str], list[str]]] | None = None,
+) -> int:
+    """Pass 2: copy the spill to OUT (CSV or Parquet by suffix) with ``flagged`` (and, with
+    ``describe``, the explanations of the rows it picks) added; return how many rows are flagged."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    n_flagged = 0
+    n_flagged, start = 0, 0
     parquet = out.suffix.lower() in (".parquet", ".pq")
     with atomic_path(out) as tmp:
         writer = None
@@ -397,6 +471,9 @@ def _write_flagged(spill: Path, out: Path, flag: Callable[[pd.DataFrame], np.nda
                 flags = flag(part)
                 n_flagged += int(flags.sum())
                 part.insert(part.columns.get_loc("p_value") + 1, "flagged", flags)
+                if describe is not None:
+                    part["top_features"], part["reason"] = describe(part, flags, start)
+                start += len(part)
                 if parquet:
                     table = pa.Table.from_pandas(part, preserve_index=False)
                     writer = writer or pq.ParquetWriter(tmp, table.schema)

@@ -1,23 +1,30 @@
-"""The command line's three jobs as library functions: detect, fit, score.
+"""The command line's jobs as library functions: detect, fit, score.
 
 Each takes paths and plain options, returns a small result object, and
-writes every output atomically.  Nothing here prints.
+writes every output atomically.  Nothing here prints: progress goes to an
+optional callback.  The choice of scoring engine (in memory, streamed, Dask)
+is made here, from what the caller asks for.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from nrad.calibration import check_level
 from nrad.errors import NradError
 from nrad.io import read_table, write_table
 from nrad.stream import BATCH_ROWS, SAMPLE_ROWS, sample_table, score_file
-from nrad.table import TableModel, fit_table
+from nrad.table import TableModel, check_explain, fit_table, flag_rule
+
+Progress = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
 
 
 @dataclass(frozen=True)
@@ -37,34 +44,36 @@ class Outcome:
     row_numbers: bool = True
 
 
-def _rule(fdr: float | None, contamination: float | None) -> str:
-    if fdr is not None and contamination is not None:
-        raise NradError("give either --fdr or --contamination, not both")
-    if contamination is not None:
-        return f"top {check_level(contamination, 'contamination'):.2%} of scores"
-    return (
-        f"Benjamini-Hochberg on conformal p-values, FDR {check_level(0.05 if fdr is None else fdr, 'fdr'):g}"
-    )
+def check_paths(inputs: dict[str, str | Path | None], outputs: dict[str, str | Path | None]) -> None:
+    """Refuse an output that is an input (or the model being read) or another output.
 
-
-def _bh_power_note(model: TableModel, m: int, fdr: float | None, contamination: float | None) -> list[str]:
-    """Say so when the calibration set is too small for BH to flag a handful of rows.
-
-    The smallest conformal p-value is 1 / (n + 1); BH at level q flags k rows
-    only if that is <= q k / m, i.e. k >= m / (q (n + 1)).
+    Paths are compared after resolving symbolic links and ``..``, and, for
+    files that exist, as the same file on disk (a hard link is the same
+    file).  Nothing has been written when this raises.
     """
-    if contamination is not None:
-        return []
-    n = len(model.detector.calibration_scores_)
-    q = 0.05 if fdr is None else fdr
-    k_min = int(np.ceil(m / (q * (n + 1))))
-    if k_min <= 1:
-        return []
-    return [
-        f"With {n} calibration rows the smallest possible p-value is 1/{n + 1}; Benjamini-Hochberg at "
-        f"FDR {q:g} over {m} rows can only flag a group of at least {k_min} rows. To flag a few rows, "
-        "fit on more normal rows (--train) or use --contamination."
-    ]
+    given_in = {k: Path(v) for k, v in inputs.items() if v is not None}
+    given_out = {k: Path(v) for k, v in outputs.items() if v is not None}
+    for out_name, out in given_out.items():
+        for in_name, src in given_in.items():
+            if _same(out, src):
+                raise NradError(
+                    f"{out_name} {out} is the same file as {in_name} {src}; nrad never writes over "
+                    f"what it reads. Choose another {out_name}"
+                )
+    names = list(given_out)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            if _same(given_out[a], given_out[b]):
+                raise NradError(f"{a} and {b} are the same file ({given_out[a]}); give each its own path")
+
+
+def _same(a: Path, b: Path) -> bool:
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def fit_model(
@@ -75,28 +84,42 @@ def fit_model(
     verbose: bool = False,
     max_epochs: int | None = None,
     sample_rows: int = SAMPLE_ROWS,
+    model_path: str | Path | None = None,
+    progress: Progress = _quiet,
 ) -> TableModel:
     """Fit a table model on TRAIN, or on a uniform sample of ``sample_rows`` rows if it is larger.
 
     The sample is drawn in one streaming pass (:func:`nrad.stream.sample_table`),
     so TRAIN never has to fit in memory; its size and seed are recorded in
-    ``model.info["sample"]`` and so in the model file's manifest.
+    ``model.info["sample"]`` and so in the model file's manifest.  With
+    ``model_path`` the model is also saved there (refused if it is TRAIN).
     """
+    check_paths({"training data": train}, {"--model": model_path})
+    progress(f"reading {train}")
     sample = sample_table(train, sample_rows, random_state)
-    model = fit_table(
-        sample.frame,
-        id_column,
-        ignore,
-        random_state=random_state,
-        verbose=verbose,
-        what=str(train),
-        max_epochs=max_epochs,
-    )
+    model = fit_table(sample.frame, id_column, ignore, random_state=random_state, verbose=verbose,
+                      what=str(train), progress=progress, max_epochs=max_epochs)  # fmt: skip
     model.info["sample"] = sample.info
+    if model_path is not None:
+        from nrad.model_file import save_model
+
+        save_model(model, model_path)
     return model
 
 
-def score_table(
+def notes_for(model: TableModel) -> list[str]:
+    """What the user should know about how the model read the table."""
+    notes = []
+    if model.info.get("id_detected"):
+        notes.append(f"{model.id_column} has a different value in every row: read as the row id, not a "
+                     "feature (give --id-column to choose another)")  # fmt: skip
+    others = [c for c in model.info.get("identifiers", []) if c != model.id_column]
+    if others:
+        notes.append(f"left out as identifiers (a different value in every row): {', '.join(others)}")
+    return notes
+
+
+def score_data(
     model: TableModel,
     data: str | Path | pd.DataFrame,
     out: str | Path | None = None,
@@ -104,50 +127,89 @@ def score_table(
     fdr: float | None = None,
     contamination: float | None = None,
     label_column: str | None = None,
+    explain: str = "flagged",
+    in_sample: bool = False,
     notes: Sequence[str] = (),
-    explain: bool = True,
+    batch_rows: int = BATCH_ROWS,
+    progress: Progress = _quiet,
 ) -> Outcome:
-    """Score DATA with ``model`` in memory; write scores and the report if asked."""
-    rule = _rule(fdr, contamination)
-    df = read_table(data) if not isinstance(data, pd.DataFrame) else data
+    """Score DATA with ``model``; write scores and the report if asked.
+
+    A file written only to ``out`` (no report, no labels) is streamed in
+    batches of ``batch_rows``: any size in constant memory, the same rows
+    as scoring in memory.  Otherwise DATA is read whole.
+    """
+    rule = flag_rule(fdr, contamination)
+    check_explain(explain)
+    if (
+        not in_sample
+        and out is not None
+        and report is None
+        and label_column is None
+        and not isinstance(data, pd.DataFrame)
+    ):
+        progress(f"scoring {data} in batches of {batch_rows} rows")
+        result = score_file(model, data, out, fdr, contamination, explain, batch_rows)
+        return Outcome(result.top, result.counts, rule.describe(), [Path(out)], None,
+                       [*notes, *notes_for(model)], result.n_rows, result.n_flagged)  # fmt: skip
+    df = data if isinstance(data, pd.DataFrame) else read_table(data)
     labels = None
     if label_column is not None:
         if label_column not in df.columns:
             raise NradError(f"{data} has no label column {label_column!r}")
         labels = pd.to_numeric(df[label_column], errors="coerce").fillna(0).to_numpy().astype(int)
         df = df.drop(columns=[label_column])
-    scored, counts = model.score(df, fdr=fdr, contamination=contamination, explain=explain, what=str(data))
-    notes = list(notes) + _bh_power_note(model, len(scored), fdr, contamination)
+    progress(f"scoring {len(df)} rows")
+    scored, counts = model.score(df, fdr=fdr, contamination=contamination, explain=explain, what=str(data),
+                                 in_sample=in_sample)  # fmt: skip
+    notes = [*notes, *notes_for(model)]
     written = []
     if out is not None:
         written.append(write_table(scored, out))
     if report is not None:
         from nrad.report import build_report_data, write_report
 
-        data_obj = build_report_data(model, scored, counts, rule, labels=labels, notes=notes)
+        progress("writing the report")
+        data_obj = build_report_data(model, scored, counts, rule.describe(), labels=labels, notes=notes)
         written.append(write_report(data_obj, report))
     auroc = None
     if labels is not None and 0 < labels.sum() < len(labels):
         from sklearn.metrics import roc_auc_score
 
         auroc = float(roc_auc_score(labels, scored["anomaly_score"]))
-    return Outcome(scored, counts, rule, written, auroc, notes)
+    return Outcome(scored, counts, rule.describe(), written, auroc, notes)
 
 
-def score_stream(
-    model: TableModel,
+def score_model_file(
+    model_path: str | Path,
     data: str | Path,
-    out: str | Path,
+    out: str | Path | None = None,
+    report: str | Path | None = None,
     fdr: float | None = None,
     contamination: float | None = None,
-    explain: bool = True,
+    label_column: str | None = None,
+    explain: str = "flagged",
+    engine: str = "local",
+    scheduler: str | None = None,
+    workers: int = 2,
+    processes: bool = False,
     batch_rows: int = BATCH_ROWS,
+    progress: Progress = _quiet,
 ) -> Outcome:
-    """Score a file of any size batch by batch into OUT (see :mod:`nrad.stream`)."""
-    rule = _rule(fdr, contamination)
-    result = score_file(model, data, out, fdr, contamination, explain, batch_rows)
-    notes = _bh_power_note(model, result.n_rows, fdr, contamination)
-    return Outcome(result.top, result.counts, rule, [Path(out)], None, notes, result.n_rows, result.n_flagged)
+    """``nrad score``: load the model, then score in memory, streamed, or on Dask (``engine="dask"``)."""
+    check_paths({"data": data, "--model": model_path}, {"--out": out, "--report": report})
+    flag_rule(fdr, contamination)  # bad levels fail before anything is read
+    if engine not in ("local", "dask"):
+        raise NradError(f"engine must be 'local' or 'dask', got {engine!r}")
+    model = load(model_path)
+    if engine == "dask":
+        if out is None or report is not None or label_column is not None:
+            raise NradError("--engine dask needs --out and takes no --report or --label-column")
+        from nrad.distributed import score_to_parquet
+
+        return score_to_parquet(model, data, out, fdr, contamination, explain, scheduler, workers, processes)
+    return score_data(model, data, out, report, fdr, contamination, label_column, explain,
+                      batch_rows=batch_rows, progress=progress)  # fmt: skip
 
 
 def detect(
@@ -164,24 +226,36 @@ def detect(
     random_state: int = 0,
     verbose: bool = False,
     max_epochs: int | None = None,
+    explain: str = "flagged",
+    progress: Progress = _quiet,
 ) -> Outcome:
-    """Fit on TRAIN (or on DATA itself: transductive) and score DATA."""
-    _rule(fdr, contamination)  # fail on bad levels before the fit, not after
+    """Fit on TRAIN (or on DATA itself) and score DATA.
+
+    Without TRAIN the model is fitted on DATA and each row is scored by the
+    flow that did not see it, with its own counts left out of the category
+    model (see :mod:`nrad.table`): no row vouches for itself.
+    """
+    check_paths(
+        {"data": data, "--train": train}, {"--out": out, "--report": report, "--save-model": save_model_to}
+    )
+    flag_rule(fdr, contamination)  # fail on bad levels before the fit, not after
+    check_explain(explain)
+    progress(f"reading {data}")
     data_df = read_table(data)
-    extra = [label_column] if label_column else []
+    drop = [label_column] if label_column else []
     if train is None:
         train_df = data_df
-        notes = ["Transductive run: fitted and scored on the same rows. The calibration rows may hold "
-                 "anomalies, so p-values and the FDR guarantee are only approximate."]  # fmt: skip
+        notes = ["Fitted on the scored rows themselves: each row is scored by the half of the model that "
+                 "did not see it, and p-values assume most rows are normal."]  # fmt: skip
     else:
+        progress(f"reading {train}")
         train_df = read_table(train)
         notes = []
-    model = fit_table(
-        train_df.drop(columns=[c for c in extra if c in train_df.columns]),
-        id_column, ignore, random_state=random_state, verbose=verbose, what=str(train or data),
-        max_epochs=max_epochs,
-    )  # fmt: skip
-    outcome = score_table(model, data_df, out, report, fdr, contamination, label_column, notes)
+    model = fit_table(train_df.drop(columns=[c for c in drop if c in train_df.columns]), id_column, ignore,
+                      random_state=random_state, verbose=verbose, what=str(train or data), progress=progress,
+                      max_epochs=max_epochs)  # fmt: skip
+    outcome = score_data(model, data_df, out, report, fdr, contamination, label_column, explain,
+                         in_sample=train is None, notes=notes, progress=progress)  # fmt: skip
     if save_model_to is not None:
         from nrad.model_file import save_model
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -43,7 +42,7 @@ def build_report_data(
 ) -> ReportData:
     flagged = scored[scored["flagged"]].sort_values("anomaly_score", ascending=False)
     threshold = float(flagged["anomaly_score"].min()) if len(flagged) else None
-    columns = [{"name": c.name, "handling": _describe(c)} for c in model.schema.columns]
+    columns = model.columns_summary()
     return ReportData(
         title=title,
         n_rows=len(scored),
@@ -55,20 +54,8 @@ def build_report_data(
         columns=columns,
         dropped=model.schema.dropped,
         counts=counts,
-        influence=np.asarray(model.detector.source_influence_),
-        noise_sources=[int(i) for i in model.detector.noise_sources_],
+        influence=np.asarray(model.detectors[0].source_influence_) if model.detectors else np.zeros(0),
+        noise_sources=[int(i) for i in model.detectors[0].noise_sources_] if model.detectors else [],
         labels=labels,
         notes=list(notes or []),
     )
-
-
-def _describe(plan: Any) -> str:
-    if plan.kind == "onehot":
-        return f"categorical, one-hot ({len(plan.levels)} levels)"
-    if plan.kind == "frequency":
-        return f"categorical, frequency-encoded ({len(plan.levels)} levels)"
-    if plan.kind == "datetime":
-        return "datetime, expanded to month/day/weekday/hour"
-    if plan.kind == "numeric":
-        return f"numeric, missing -> median {plan.fill:.4g}"
-    return plan.kind

@@ -1,7 +1,14 @@
-"""Figures (plotly, JavaScript inlined) and the jinja2 template -> one HTML file."""
+"""Figures (matplotlib, inline SVG) and the jinja2 template -> one self-contained HTML file.
+
+The figures are static SVG drawn by matplotlib, not plotly: plotly inlines
+its 4.6 MB JavaScript library into every report, which made a report of a
+3,000-row table 4.9 MB for three charts whose only interactive use was a
+hover tooltip.  The SVGs weigh tens of kilobytes and need no script.
+"""
 
 from __future__ import annotations
 
+import io
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -15,53 +22,74 @@ from nrad.report.data import ReportData
 
 def _fmt(value: Any) -> str:
     if isinstance(value, float | np.floating):
-        return f"{value:.4g}"
+        return f"{value:.2g}" if 0 < abs(value) < 1e-3 else f"{value:.4g}"
     return str(value)
 
 
 def figures(d: ReportData) -> dict[str, str]:
-    """Each figure as an HTML fragment (plotly.js itself is inlined once by the template)."""
-    import plotly.graph_objects as go
+    """Each figure as an inline ``<svg>`` fragment ("" when it does not apply)."""
+    import matplotlib
 
-    def html(fig: Any) -> str:
-        fig.update_layout(height=360, margin={"l": 50, "r": 20, "t": 40, "b": 40})
-        return fig.to_html(full_html=False, include_plotlyjs=False)
+    matplotlib.use("Agg")  # no display: render to files only
+    import matplotlib.pyplot as plt
 
-    hist = go.Figure(go.Histogram(x=d.scores, nbinsx=60, name="rows"))
+    plt.rcParams["svg.hashsalt"] = "nrad"  # element ids do not change from run to run
+
+    def svg(fig: Any) -> str:
+        buf = io.StringIO()
+        # No metadata block (creator, date: the same report twice is the same file).
+        no_metadata = dict.fromkeys(("Date", "Creator", "Format", "Type"))
+        fig.savefig(buf, format="svg", bbox_inches="tight", metadata=no_metadata)
+        plt.close(fig)
+        text = buf.getvalue()
+        return text[text.index("<svg") :]  # drop the XML prolog: the page is HTML
+
+    def axes(title: str) -> tuple[Any, Any]:
+        fig, ax = plt.subplots(figsize=(8, 3.2))
+        ax.set_title(title, fontsize=11, loc="left")
+        ax.spines[["top", "right"]].set_visible(False)
+        return fig, ax
+
+    fig, ax = axes("Anomaly scores (nats)")
+    ax.hist(d.scores, bins=60, color="#1f77b4", log=True)
     if d.threshold is not None:
-        hist.add_vline(
-            x=d.threshold, line_dash="dash", line_color="crimson", annotation_text="flag threshold"
-        )
-    hist.update_layout(title="Anomaly score distribution", xaxis_title="anomaly score", yaxis_title="rows")
-    colors = ["#999" if i in d.noise_sources else "#1f77b4" for i in range(len(d.influence))]
-    order = np.argsort(-d.influence)
-    infl = go.Figure(
-        go.Bar(x=[f"s{i}" for i in order], y=d.influence[order], marker_color=[colors[i] for i in order])
-    )
-    infl.update_layout(title="Source influence (blue: pure, grey: noise)", yaxis_title="mean log column norm")
-    out = {"histogram": html(hist), "influence": html(infl), "roc": "", "pr": ""}
+        ax.axvline(d.threshold, color="crimson", linestyle="--", label="lowest flagged score")
+        ax.legend(frameon=False)
+    ax.set_xlabel("anomaly score")
+    ax.set_ylabel("rows (log scale)")
+    out = {"histogram": svg(fig), "influence": "", "roc": "", "pr": ""}
+    if d.influence.size:
+        fig, ax = axes("Source influence (blue: pure, grey: noise)")
+        order = np.argsort(-d.influence)
+        ax.bar([f"s{i}" for i in order], d.influence[order],
+               color=["#999" if i in d.noise_sources else "#1f77b4" for i in order])  # fmt: skip
+        ax.set_ylabel("mean log column norm")
+        out["influence"] = svg(fig)
     if d.labels is not None and 0 < np.sum(d.labels) < len(d.labels):
         from sklearn.metrics import auc, precision_recall_curve, roc_curve
 
         fpr, tpr, _ = roc_curve(d.labels, d.scores)
         prec, rec, _ = precision_recall_curve(d.labels, d.scores)
-        roc = go.Figure(go.Scatter(x=fpr, y=tpr, mode="lines"))
-        roc.update_layout(title=f"ROC (AUROC {auc(fpr, tpr):.3f})", xaxis_title="false positive rate",
-                          yaxis_title="true positive rate")  # fmt: skip
-        pr = go.Figure(go.Scatter(x=rec, y=prec, mode="lines"))
-        pr.update_layout(title="Precision-recall", xaxis_title="recall", yaxis_title="precision")
-        out.update(roc=html(roc), pr=html(pr))
+        fig, ax = axes(f"ROC (AUROC {auc(fpr, tpr):.3f})")
+        ax.plot(fpr, tpr)
+        ax.set_xlabel("false positive rate")
+        ax.set_ylabel("true positive rate")
+        out["roc"] = svg(fig)
+        fig, ax = axes("Precision-recall")
+        ax.plot(rec, prec)
+        ax.set_xlabel("recall")
+        ax.set_ylabel("precision")
+        out["pr"] = svg(fig)
     return out
 
 
 def render_report(d: ReportData) -> str:
     import jinja2
-    from plotly.offline import get_plotlyjs
 
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     env.filters["fmt"] = _fmt
     template = env.from_string((resources.files("nrad.report") / "template.html.j2").read_text())
-    return template.render(d=d, figures=figures(d), plotly_js=get_plotlyjs(), version=__version__)
+    return template.render(d=d, figures=figures(d), version=__version__)
 
 
 def write_report(d: ReportData, path: str | Path) -> Path:

@@ -1,0 +1,222 @@
+"""How probable a row's categories are: a Chow-Liu tree over the category codes.
+
+``p(c) = prod_j p(c_j | c_parent(j))`` over a forest whose edges join the
+pairs of categorical features that depend on each other (Chow & Liu, 1968:
+the maximum spanning tree on mutual information is the best tree-shaped
+approximation of the joint).  Only pairs whose dependence is significant
+(G-test, p < ``EDGE_P_VALUE``) can be joined, so independent columns stay
+independent instead of being tied by noise.
+
+Smoothing, so that what was never seen still has a probability:
+
+* a feature's own distribution: Krichevsky-Trofimov, ``(n_v + 1/2) / (n + K/2)``
+  over its ``K`` codes (levels, *other*, *missing*).  A level never seen in
+  ``n`` rows costs about ``log(2 n)`` nats, a common one ``log(n / n_v)``;
+* a child given its parent: interpolated absolute discounting (Ney, Essen
+  & Kneser 1994), ``(max(n(a, c) - D, 0) + D T(a) p(c)) / n(a)`` with
+  ``T(a)`` the number of distinct child codes seen with parent ``a``.  The
+  discount is set so that the mass it frees, ``D T / n`` over all parents
+  (``T`` distinct pairs), is Good-Turing's estimate of the chance that a row
+  brings a pair not seen before, ``(N1 + 1/2) / n`` with ``N1`` the pairs
+  seen once: ``D = (N1 + 1/2) / T``.  A relation never broken in training
+  (a merchant and its category: no pair seen once) gets a tiny ``D``, so a
+  new pair costs about ``log(n(a) T / ((N1 + 1/2) p(c)))`` nats; a loose one
+  (many pairs seen once) a ``D`` near 1.
+
+Written here because no well-kept library fits a smoothed Chow-Liu tree on
+integer codes; the graph work (spanning forest, tree order) is scipy's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import sparse
+from scipy.sparse.csgraph import breadth_first_order, connected_components, minimum_spanning_tree
+from scipy.stats import chi2
+
+#: A pair of features is joined only if independence is rejected at this level.
+EDGE_P_VALUE = 1e-3
+
+
+@dataclass
+class CategoryModel:
+    """A fitted forest over categorical features (see the module docstring)."""
+
+    #: Codes per feature.
+    n_codes: list[int]
+    #: Training count of each code, per feature.
+    counts: list[np.ndarray]
+    #: Parent feature of each feature, -1 for a root.
+    parent: list[int]
+    #: For each child: its joint counts with the parent, as a sparse (parent code x child code) matrix.
+    joint: dict[int, sparse.csr_matrix] = field(default_factory=dict)
+
+    @classmethod
+    def fit(cls, codes: np.ndarray, n_codes: list[int]) -> CategoryModel:
+        """Count, choose the edges, keep the counts each edge needs."""
+        codes = np.asarray(codes, dtype=np.int64)
+        q = codes.shape[1]
+        counts = [np.bincount(codes[:, j], minlength=n_codes[j]).astype(np.float64) for j in range(q)]
+        parent = _forest(codes, n_codes, counts)
+        joint = {
+            j: _joint(codes[:, p], codes[:, j], n_codes[p], n_codes[j])
+            for j, p in enumerate(parent)
+            if p >= 0
+        }
+        return cls(list(n_codes), counts, parent, joint)
+
+    @property
+    def n_features(self) -> int:
+        return len(self.n_codes)
+
+    def children(self, j: int) -> list[int]:
+        return [k for k, p in enumerate(self.parent) if p == j]
+
+    def log_terms(self, codes: np.ndarray, leave_out: np.ndarray | None = None) -> np.ndarray:
+        """``log p(c_j | c_parent(j))`` per row and feature; shape (n, q).
+
+        ``leave_out``: codes of a training row, one per row of ``codes``,
+        whose counts are taken out first (leave-one-out), so that a row of
+        the training table is read as if it had not been counted: a level or
+        pair that only this row has is then as new as it is to the rest.
+        """
+        codes = np.asarray(codes, dtype=np.int64)
+        out = np.empty(codes.shape, dtype=np.float64)
+        for j in range(self.n_features):
+            p = self.parent[j]
+            out[:, j] = self.log_term(
+                j,
+                codes[:, j],
+                None if p < 0 else codes[:, p],
+                None if leave_out is None else leave_out[:, j],
+                None if leave_out is None or p < 0 else leave_out[:, p],
+            )
+        return out
+
+    def log_term(
+        self,
+        j: int,
+        child: np.ndarray,
+        parent: np.ndarray | None,
+        own_child: np.ndarray | None = None,
+        own_parent: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """``log p(c_j = child | parent)`` for arrays of codes (``parent`` None for a root),
+        with the counts of a row coded ``(own_child, own_parent)`` left out when given."""
+        counts = self.counts[j]
+        n_child = counts[child]
+        total = np.full(len(child), counts.sum())
+        if own_child is not None:
+            n_child = n_child - (child == own_child)
+            total = total - 1
+        marginal = (n_child + 0.5) / (total + 0.5 * len(counts))  # Krichevsky-Trofimov
+        if parent is None:
+            return np.log(marginal)
+        table = self.joint[j]
+        discount = edge_discount(table)
+        n_ac = np.asarray(table[parent, child]).ravel()
+        n_a = np.asarray(table.sum(axis=1)).ravel()[parent]
+        distinct = np.diff(table.indptr)[parent]  # T(a): child codes seen with parent code a
+        if own_child is not None and own_parent is not None:
+            same_parent = parent == own_parent
+            own_cell = same_parent & (child == own_child)
+            own_count = np.asarray(table[own_parent, own_child]).ravel()
+            # Removing the row empties its own cell if it was the only one there.
+            distinct = distinct - (same_parent & (own_count == 1))
+            n_ac, n_a = n_ac - own_cell, n_a - same_parent
+        with np.errstate(invalid="ignore", divide="ignore"):
+            backed_off = (np.maximum(n_ac - discount, 0.0) + discount * distinct * marginal) / n_a
+        return np.log(np.where(n_a > 0, backed_off, marginal))
+
+    # -- the model file ----------------------------------------------------
+
+    def to_state(self, prefix: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """JSON-able description and named arrays (for safetensors)."""
+        arrays = {f"{prefix}counts.{j}": c for j, c in enumerate(self.counts)}
+        for j, table in self.joint.items():
+            coo = table.tocoo()
+            arrays[f"{prefix}joint.{j}"] = np.vstack([coo.row, coo.col, coo.data]).astype(np.float64)
+        return {"n_codes": self.n_codes, "parent": self.parent}, arrays
+
+    @classmethod
+    def from_state(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray], prefix: str) -> CategoryModel:
+        n_codes = [int(k) for k in meta["n_codes"]]
+        parent = [int(p) for p in meta["parent"]]
+        counts = [np.asarray(arrays[f"{prefix}counts.{j}"], dtype=np.float64) for j in range(len(n_codes))]
+        for j, c in enumerate(counts):
+            if c.shape != (n_codes[j],) or (c < 0).any():
+                raise ValueError(f"category counts {j} have shape {c.shape}, expected ({n_codes[j]},)")
+        joint = {}
+        for j, p in enumerate(parent):
+            if p < 0:
+                continue
+            if not 0 <= p < len(n_codes) or p == j:
+                raise ValueError(f"feature {j} has parent {p}")
+            rows, cols, data = np.asarray(arrays[f"{prefix}joint.{j}"], dtype=np.float64)
+            joint[j] = sparse.csr_matrix(
+                (data, (rows.astype(np.int64), cols.astype(np.int64))), shape=(n_codes[p], n_codes[j])
+            )
+        return cls(n_codes, counts, parent, joint)
+
+
+def edge_discount(table: sparse.csr_matrix) -> float:
+    """Absolute discount ``(N1 + 1/2) / T`` of an edge from its (parent, child) counts (module docstring)."""
+    counts = table.data[table.data > 0]
+    return min((float(np.sum(counts == 1)) + 0.5) / max(counts.size, 1), 1.0)
+
+
+def _joint(a: np.ndarray, b: np.ndarray, ka: int, kb: int) -> sparse.csr_matrix:
+    ones = np.ones(len(a))
+    table = sparse.csr_matrix((ones, (a, b)), shape=(ka, kb))
+    table.sum_duplicates()
+    return table
+
+
+def _forest(codes: np.ndarray, n_codes: list[int], counts: list[np.ndarray]) -> list[int]:
+    """Parent of each feature in the maximum spanning forest of significant dependences."""
+    n, q = codes.shape
+    if q < 2 or n < 2:
+        return [-1] * q
+    weight = np.zeros((q, q))
+    for a in range(q):
+        for b in range(a + 1, q):
+            weight[a, b] = _edge_weight(
+                codes[:, a], codes[:, b], n_codes[a], n_codes[b], counts[a], counts[b]
+            )
+    if not (weight > 0).any():
+        return [-1] * q
+    # Kruskal via scipy on costs that order edges by decreasing weight (0 = no edge).
+    cost = np.where(weight > 0, weight.max() + 1.0 - weight, 0.0)
+    tree = minimum_spanning_tree(sparse.csr_matrix(cost))
+    tree = tree + tree.T
+    parent = [-1] * q
+    _, component = connected_components(tree, directed=False)
+    for comp in np.unique(component):
+        members = np.flatnonzero(component == comp)
+        # Root at the feature with the most codes in use: its children are then
+        # read given the finest category (a category given its merchant).
+        root = int(members[np.argmax([(counts[m] > 0).sum() for m in members])])
+        _, pred = breadth_first_order(tree, root, directed=False, return_predecessors=True)
+        for m in members:
+            if m != root:
+                parent[int(m)] = int(pred[m])
+    return parent
+
+
+def _edge_weight(
+    a: np.ndarray, b: np.ndarray, ka: int, kb: int, count_a: np.ndarray, count_b: np.ndarray
+) -> float:
+    """Bias-corrected mutual information if the G-test rejects independence, else 0."""
+    n = len(a)
+    joint = np.bincount(a * kb + b, minlength=ka * kb).astype(np.float64)
+    cells = joint > 0
+    pa, pb = count_a / n, count_b / n
+    expected = np.outer(pa, pb).ravel()[cells]
+    mi = float(np.sum(joint[cells] / n * np.log(joint[cells] / n / expected)))
+    df = max((int((count_a > 0).sum()) - 1) * (int((count_b > 0).sum()) - 1), 1)
+    if chi2.sf(2.0 * n * mi, df) >= EDGE_P_VALUE:
+        return 0.0
+    return max(mi - df / (2.0 * n), 1e-12)

@@ -1,0 +1,354 @@
+"""Which columns make a row unusual: the score each column alone would give back if it were typical.
+
+For a row ``x`` with anomaly score ``S(x)`` (nats) and an input column ``j``,
+the contribution of ``j`` is
+
+    g_j(x) = S(x) - min_v S(x with column j set to v)   (>= 0),
+
+the minimum over the values ``v`` a normal row could have there: for a
+numeric column, its training quantiles read in the row's context (an amount
+at the merchant's own usual levels); for a categorical column, each of its
+levels; for a missing cell, "present".  In words: *how many nats of
+surprise go away if this column alone is repaired*.
+
+Why this and not gradients or Shapley values (measured in docs/method.md,
+section "Explanations"): an impossible value is repaired by its own column,
+so that column gets a large, positive contribution; a broken relation
+between two columns is repaired by either one, so both are named; a level
+never seen is repaired by a common one.  A column that is already typical
+gives back nothing, so a harmless 3-level column is not named for every
+row, and the numbers are nats of the score the user sees (1 nat: e times
+less likely), not sensitivities that reach 1e8 far from the data.
+Contributions do not add up to the score: two columns that are unusual
+together each get the whole of what repairing them gives back.
+
+The cost per explained row is one score per candidate value (16 per numeric
+column, one per level), so the command line explains the rows a user reads
+(flagged and top rows) unless asked for every row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from nrad.preprocess import MISSING, OTHER, WEEKDAYS
+
+if TYPE_CHECKING:
+    from nrad.table import Prepared, TableModel
+
+#: A categorical feature with more codes than this is repaired only with its most frequent levels
+#: (plus other and missing).
+MAX_LEVEL_CANDIDATES = 64
+#: Rows repaired at once (each expands to a few hundred candidate rows).
+REPAIR_CHUNK = 256
+NUMERIC, CATEGORICAL = 1, 2
+
+
+@dataclass(frozen=True)
+class Repair:
+    """Per row and kept input column: the score given back, and the repair that gives it."""
+
+    gains: np.ndarray  # (n, n_columns), nats, >= 0
+    kind: np.ndarray  # (n, n_columns): NUMERIC, CATEGORICAL, or 0 (nothing to repair)
+    feature: np.ndarray  # (n, n_columns): the repaired feature's index
+    value: np.ndarray  # (n, n_columns): its repaired z (numeric) or code (categorical)
+
+
+def repair(model: TableModel, prep: Prepared, folds: np.ndarray | None = None) -> Repair:
+    """Contributions of every kept column for every row of ``prep`` (see the module docstring).
+
+    ``folds``: the rows are the model's training rows, read in-sample
+    (leave-one-out category counts, each row's own cross-fitted flow).
+    """
+    chunks = [np.arange(i, min(i + REPAIR_CHUNK, len(prep.y))) for i in range(0, len(prep.y), REPAIR_CHUNK)]
+    parts = [_repair_chunk(model, prep.take(c), None if folds is None else folds[c]) for c in chunks]
+    if not parts:
+        n_cols = len(model.schema.columns)
+        empty = np.zeros((0, n_cols))
+        return Repair(empty, empty.astype(int), empty.astype(int), empty)
+    return Repair(
+        *(np.concatenate([getattr(p, f) for p in parts]) for f in ("gains", "kind", "feature", "value"))
+    )
+
+
+def _repair_chunk(model: TableModel, prep: Prepared, folds: np.ndarray | None) -> Repair:
+    n, n_cols = len(prep.y), len(model.schema.columns)
+    base, z = model.score_prepared(prep, folds)
+    _, clip_terms = model.numeric_z(prep.y, prep.codes)
+    flow = model.flow_score(z, folds)
+    numeric = flow + clip_terms.sum(axis=1)  # the score's numeric part
+    best = np.full((n, n_cols), np.inf)
+    kind = np.zeros((n, n_cols), dtype=np.int64)
+    feature = np.zeros((n, n_cols), dtype=np.int64)
+    value = np.zeros((n, n_cols))
+
+    def offer(column: int, totals: np.ndarray, candidates: np.ndarray, what: int, index: int) -> None:
+        pick = np.argmin(totals, axis=1)
+        low = totals[np.arange(n), pick]
+        better = low < best[:, column]
+        best[better, column] = low[better]
+        kind[better, column], feature[better, column] = what, index
+        value[better, column] = (
+            candidates[pick[better]] if candidates.ndim == 1 else candidates[better, pick[better]]
+        )
+
+    grid = model.scaler.grid
+    sources = model.schema.numeric_sources
+    for j in range(z.shape[1]):
+        trial = np.repeat(z, grid.shape[1], axis=0)
+        trial[:, j] = np.tile(grid[j], n)
+        trial_folds = None if folds is None else np.repeat(folds, grid.shape[1])
+        totals = (base - flow - clip_terms[:, j])[:, None] + model.flow_score(trial, trial_folds).reshape(
+            n, -1
+        )
+        offer(sources[j], totals, grid[j], NUMERIC, j)
+    for f, column in enumerate(_categorical_columns(model)):
+        candidates = _level_candidates(model, f)
+        totals = _categorical_totals(model, prep, z, numeric, f, candidates, folds)
+        offer(column, totals, candidates.astype(np.float64), CATEGORICAL, f)
+    gains = np.maximum(base[:, None] - best, 0.0)
+    gains[~np.isfinite(gains)] = 0.0
+    _credit_pairs(model, z, folds, base - flow, clip_terms, gains, kind, feature, value)
+    kind[gains <= 0] = 0
+    return Repair(gains, kind, feature, value)
+
+
+def _credit_pairs(
+    model: TableModel,
+    z: np.ndarray,
+    folds: np.ndarray | None,
+    rest: np.ndarray,
+    clip_terms: np.ndarray,
+    gains: np.ndarray,
+    kind: np.ndarray,
+    feature: np.ndarray,
+    value: np.ndarray,
+) -> None:
+    """Related numeric pairs repaired together, credited by the two-player Shapley value.
+
+    Repairing one of two columns that moved together (a temperature and the
+    pressure that follows it) breaks their relation and gives back little;
+    repairing both gives back a lot.  With single gains ``g_j, g_k`` and pair
+    gain ``G``, column ``j`` gets ``(g_j + G - g_k) / 2`` when that is more:
+    both get about ``G / 2`` when only the pair repairs the row, a broken
+    relation (either repair suffices) about ``G / 2`` each, and a column
+    that is wrong alone keeps its own gain while its partner gets about 0.
+    ``rest``: each row's score without the flow part (categorical terms and
+    the soft-clip terms ``clip_terms`` of the unrepaired values).
+    """
+    grid = model.scaler.grid
+    n, g = len(z), grid.shape[1]
+    sources = model.schema.numeric_sources
+    if len(model.scaler.related) == 0:
+        return
+    base = rest + model.flow_score(z, folds)
+    for j, k in model.scaler.related:
+        cj, ck = sources[j], sources[k]
+        if cj == ck:
+            continue
+        trial = np.repeat(z, g * g, axis=0)
+        trial[:, j] = np.tile(np.repeat(grid[j], g), n)
+        trial[:, k] = np.tile(np.tile(grid[k], g), n)
+        trial_folds = None if folds is None else np.repeat(folds, g * g)
+        # The repaired values lie inside the soft clip: their clip terms go.
+        totals = (rest - clip_terms[:, j] - clip_terms[:, k])[:, None]
+        totals = totals + model.flow_score(trial, trial_folds).reshape(n, -1)
+        pick = np.argmin(totals, axis=1)
+        pair = np.maximum(base - totals[np.arange(n), pick], 0.0)
+        for c, other, mine in ((cj, ck, j), (ck, cj, k)):
+            shapley = (gains[:, c] + pair - gains[:, other]) / 2.0
+            better = shapley > gains[:, c]
+            gains[better, c] = shapley[better]
+            kind[better, c], feature[better, c] = NUMERIC, mine
+            value[better, c] = grid[mine][pick[better] // g if mine == j else pick[better] % g]
+
+
+def _categorical_columns(model: TableModel) -> list[int]:
+    """Input column (index into the schema's columns) of each code feature, indicators included."""
+    numeric = model.schema.numeric_sources
+    return model.schema.categorical_sources + [numeric[j] for j in model.indicator_features]
+
+
+def _level_candidates(model: TableModel, f: int) -> np.ndarray:
+    from nrad.table import PRESENT
+
+    n_cat = len(model.schema.categorical_names)
+    if f >= n_cat:  # a missing indicator: the repair of a missing cell is a present one
+        return np.array([PRESENT])
+    k = model.categories.n_codes[f]
+    if k <= MAX_LEVEL_CANDIDATES:
+        return np.arange(k)
+    # Levels are stored most frequent first; other and missing are the last two codes.
+    return np.r_[np.arange(MAX_LEVEL_CANDIDATES - 2), k - 2, k - 1]
+
+
+def _categorical_totals(
+    model: TableModel,
+    prep: Prepared,
+    z: np.ndarray,
+    numeric: np.ndarray,
+    f: int,
+    candidates: np.ndarray,
+    folds: np.ndarray | None,
+) -> np.ndarray:
+    """Scores of each row with code feature ``f`` set to each candidate; shape (n, len(candidates))."""
+    n, c = len(prep.y), len(candidates)
+    own = np.repeat(prep.codes, c, axis=0)
+    codes = own.copy()
+    codes[:, f] = np.tile(candidates, n)
+    totals = -model.categories.log_terms(codes, leave_out=None if folds is None else own).sum(axis=1)
+    if z.shape[1] and ((model.scaler.parent == f) | (model.scaler.fallback == f)).any():
+        # The feature is a numeric column's context: the numbers are read anew against it.
+        y = np.repeat(prep.y, c, axis=0)
+        new_z, clip_terms = model.numeric_z(y, codes)
+        new_z = np.where(np.isnan(new_z), np.repeat(z, c, axis=0), new_z)
+        totals += model.flow_score(new_z, None if folds is None else np.repeat(folds, c)) + clip_terms.sum(
+            axis=1
+        )
+    else:
+        totals += np.repeat(numeric, c)
+    return totals.reshape(n, c)
+
+
+# -- words ---------------------------------------------------------------------------
+
+
+def reasons(
+    model: TableModel, df: pd.DataFrame, prep: Prepared, result: Repair, columns: np.ndarray
+) -> list[str]:
+    """One sentence per row about its first-named column: its value, and what is typical."""
+    out = []
+    for i, col in enumerate(columns):
+        if result.gains[i, col] <= 0.005:
+            out.append("")
+            continue
+        name = model.schema.columns[col].name
+        raw = df[name].iloc[i]
+        if result.kind[i, col] == NUMERIC:
+            out.append(
+                _numeric_reason(model, prep, i, int(result.feature[i, col]), raw, float(result.value[i, col]))
+            )
+        else:
+            out.append(
+                _categorical_reason(
+                    model, prep, i, int(result.feature[i, col]), int(result.value[i, col]), raw
+                )
+            )
+    return out
+
+
+def _numeric_reason(model: TableModel, prep: Prepared, i: int, j: int, raw: Any, repaired_z: float) -> str:
+    """``"amount 4512 (typical for merchant 'M07': 31 to 58; this row fits 45)"``.
+
+    The typical range is the middle half of the feature's training values in
+    the row's context; "this row fits" is the repair: the value that, the
+    other columns as they are, takes most off the score.  When a relation is
+    broken (an age that does not go with the balance) the two differ.
+    """
+    scaler, schema = model.scaler, model.schema
+    name = schema.numeric_names[j]
+    quart = np.interp(
+        [0.25, 0.75], (np.arange(scaler.grid.shape[1]) + 0.5) / scaler.grid.shape[1], scaler.grid[j]
+    )
+    lo, hi = scaler.to_original(j, quart, prep.codes[i])
+    fit = float(scaler.to_original(j, np.array([repaired_z]), prep.codes[i])[0])
+    feature, code = scaler.context(j, prep.codes[i])
+    context = (
+        f" for {schema.categorical_names[feature]} {_label(model, feature, code)}" if feature >= 0 else ""
+    )
+    if np.isnan(prep.y[i, j]):
+        return f"{name} missing"
+    show = _clock if name.endswith(".hour") else _number
+    value = _clock(_hour(raw)) if name.endswith(".hour") else _number(raw)
+    return f"{name} {value} (typical{context}: {show(lo)} to {show(hi)}; this row fits {show(fit)})"
+
+
+def _categorical_reason(model: TableModel, prep: Prepared, i: int, f: int, best: int, raw: Any) -> str:
+    cats, schema = model.categories, model.schema
+    n_cat = len(schema.categorical_names)
+    code = int(prep.codes[i, f])
+    n = int(cats.counts[f].sum())
+    if f >= n_cat:  # a missing numeric cell
+        name = schema.numeric_names[model.indicator_features[f - n_cat]]
+        return f"{name} missing (in {int(cats.counts[f][code])} of {n} training rows)"
+    name = schema.categorical_names[f]
+    label = _label(model, f, code, raw)
+    seen = int(cats.counts[f][code])
+    if code == cats.n_codes[f] - 2:
+        phrase = (
+            "not among the levels seen in training"
+            if seen == 0
+            else f"a level seen fewer than twice in {n} training rows"
+        )
+    else:
+        phrase = f"{seen} of {n} training rows"
+    parent = cats.parent[f]
+    if parent >= 0:
+        a = int(prep.codes[i, parent])
+        table = cats.joint[f]
+        together, with_parent = int(table[a, code]), int(table[a].sum())
+        given = f"{schema.categorical_names[parent]} {_label(model, parent, a)}"
+        phrase += f"; {together} of {with_parent} with {given}"
+    if best != code:
+        phrase += f"; fits best: {_label(model, f, best)}"
+    return f"{name} {label} ({phrase})"
+
+
+def _label(model: TableModel, f: int, code: int, raw: Any = None) -> str:
+    labels = model.schema.categorical_labels[f]
+    text = labels[code] if code < len(labels) else "?"
+    if text in (OTHER,) and raw is not None and not pd.isna(raw):
+        return repr(str(raw))
+    if text == MISSING:
+        return "missing"
+    if text in WEEKDAYS:
+        return f"on {text}"
+    return repr(text)
+
+
+def _hour(raw: Any) -> float:
+    t = pd.to_datetime(raw, errors="coerce", utc=True)
+    return float("nan") if pd.isna(t) else t.hour + t.minute / 60.0
+
+
+def _clock(hours: float) -> str:
+    if not np.isfinite(hours):
+        return "?"
+    minutes = int(round(float(hours) * 60)) % (24 * 60)
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def _number(value: Any) -> str:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return repr(value)
+    if not np.isfinite(v):
+        return str(v)
+    return f"{v:.4g}" if abs(v) < 1e6 else f"{v:.3g}"
+
+
+def column_handling(model: TableModel, c: int) -> str:
+    """How the model reads input column ``c``, in a few words (report, docs)."""
+    plan = model.schema.columns[c]
+    if plan.kind == "numeric":
+        j = model.schema.numeric_names.index(plan.name)
+        parent = int(model.scaler.parent[j])
+        text = f"numeric (power transform, exponent {model.scaler.exponent[j]:.2g})"
+        if parent >= 0:
+            text += f", read given {model.schema.categorical_names[parent]}"
+        return text
+    if plan.kind == "datetime":
+        return (
+            "datetime: hour of day" * plan.has_hour + (" and " if plan.has_hour else "datetime: ") + "weekday"
+        )
+    f = model.schema.categorical_names.index(plan.name)
+    text = f"categorical, {len(plan.levels)} levels kept"
+    parent = model.categories.parent[f]
+    if parent >= 0:
+        text += f", depends on {model.schema.categorical_names[parent]}"
+    return text

@@ -1,0 +1,528 @@
+"""Numeric features -> what the flow sees: shape-normalized, read given their category, clipped softly.
+
+Per numeric feature ``j`` (see docs/method.md, section "Tables"):
+
+1. **Shape.**  ``y = YJ(x / s)``: a Yeo-Johnson power transform, fitted by
+   maximum likelihood (scikit-learn's ``PowerTransformer``) on the training
+   values divided by a small typical magnitude ``s``; it removes skew.  Its
+   exponent is kept in ``[0, 2]``, where the transform is unbounded on both
+   sides: an exponent below 0 (what log-normal amounts ask for) maps every
+   large value below a ceiling, and a 30x amount would no longer look
+   extreme.
+2. **Context.**  If a categorical feature explains a significant share of
+   ``y``'s variance (one-way ANOVA, p < 1e-3, adjusted eta^2 >= 0.05), the
+   one explaining most is ``j``'s *parent*, and ``z = (y - mu_c) / sigma_c``
+   with the level's location and scale, shrunk towards the pooled ones by empirical
+   Bayes (a level seen a few times borrows from all rows).  So an amount is
+   read against its merchant's usual amounts.  A row whose parent level is
+   *other* (rare or never seen: a new merchant) is read against the next
+   most informative feature, its *fallback* (the merchant's category), or
+   against all rows if there is none.  Without a parent the residual is
+   ``y`` standardized.  Location and scale are the level's median and
+   median absolute deviation, so a few wild rows of a level (a table fitted
+   on itself holds its anomalies) do not set what is typical for it.  Last,
+   ``z = sinh(delta asinh(residual))``, the sinh-arcsinh transform (Jones &
+   Pewsey, Biometrika 2009): a tail weight ``delta`` in ``[MIN_TAIL_WEIGHT,
+   1]``, fitted by maximum likelihood to the residuals, pulls symmetric heavy
+   tails (Student t with 2 degrees of freedom) in towards Gaussian ones,
+   which a flow with a Gaussian base can follow; ``delta = 1`` leaves the
+   residuals as they are.  It is fitted to residuals, not to the column:
+   the amounts of 50 merchants together look heavy-tailed, one merchant's
+   amounts do not.
+3. **Soft clip.**  Beyond ``b_j`` (1.25 times the 99.5th percentile of the
+   training ``|z|``, at least 4) ``z`` is replaced by ``b_j + asinh(|z| - b_j)``:
+   far values are compressed (a typo of 1e6 lands a few units past the
+   training range instead of thousands of sd away, where a flow's density,
+   and every number built on it, means nothing), the flow still sees every
+   training row, and the score adds the compression's log-Jacobian,
+   ``log sqrt(1 + (|z| - b_j)^2)``, so that further out is still more
+   anomalous (the score stays a density of ``z``).
+
+Missing cells stay NaN here: training fills them with a random training
+value of the feature (hot-deck), scoring with the row's best value (see
+:mod:`nrad.table`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+from sklearn.preprocessing import PowerTransformer
+
+#: A parent category must explain at least this share of variance (adjusted eta^2) ...
+MIN_ETA2 = 0.05
+#: ... and its ANOVA F-test must reject "no effect" at this level.
+PARENT_P_VALUE = 1e-3
+#: Pseudo-rows of the pooled sd that each level's sd is shrunk with.
+SD_PRIOR_ROWS = 10.0
+#: The soft clip starts at CLIP_MARGIN times this quantile of the training |z| (a high
+#: quantile, not the maximum, so that a few anomalies among the training rows are beyond it) ...
+CLIP_QUANTILE = 0.995
+CLIP_MARGIN = 1.25
+#: ... but never closer than this many sd.
+MIN_CLIP = 8.0
+#: The shape transform is fitted on the values between these quantiles.
+CENTRAL = (0.01, 0.99)
+#: Typical values (location, scale, quantiles) come from rows within this many robust sd.
+BULK_SD = 8.0
+#: Overflowing transforms are held at this size (a value of 1e300 must not become inf).
+HUGE = 1e300
+#: Smallest sinh-arcsinh tail weight (1: no change; 0.25 turns t_1 tails into near-Gaussian ones).
+MIN_TAIL_WEIGHT = 0.25
+#: The tail weight is fitted on the values between these quantiles (a few wild values
+#: among the training rows must not decide how heavy the tails are).
+TAIL_FIT = (0.0025, 0.9975)
+#: Numeric features whose z correlate at least this much are repaired as a pair too (explanations).
+RELATED = 0.5
+#: Quantiles of each feature's training z kept as its typical values
+#: (candidates when filling a missing cell or asking what would be typical).
+GRID = 16
+
+
+@dataclass
+class NumericScaler:
+    """Fitted per-feature shape, context and clip (see the module docstring)."""
+
+    #: Per feature: magnitude ``s``, Yeo-Johnson exponent, soft-clip bound ``b``.
+    magnitude: np.ndarray
+    exponent: np.ndarray
+    clip: np.ndarray
+    #: Per feature: weight ``delta`` of the tail transform of its residuals.
+    tail_weight: np.ndarray
+    #: Per feature: index of the parent categorical feature, -1 for none.
+    parent: np.ndarray
+    #: Per feature: location and scale of ``y`` per parent code (one entry without a parent).
+    location: list[np.ndarray]
+    scale: list[np.ndarray]
+    #: Per feature: the context of rows whose parent code is *other*: a second
+    #: categorical feature (-1: all rows) with its location and scale per code.
+    fallback: np.ndarray
+    fallback_location: list[np.ndarray]
+    fallback_scale: list[np.ndarray]
+    #: (p, GRID) quantiles of each feature's training z.
+    grid: np.ndarray
+    #: Per feature: the lattice spacing of its training values (0: continuous); dequantized when training.
+    discrete: np.ndarray
+    #: (k, 2) pairs of features whose training z correlate by at least RELATED
+    #: (explanations repair them together too).
+    related: np.ndarray
+
+    @classmethod
+    def fit(
+        cls, numeric: np.ndarray, codes: np.ndarray, n_codes: list[int], rng: np.random.Generator
+    ) -> NumericScaler:
+        """Fit on training rows (``numeric`` NaN where missing); ``rng`` draws the dequantization."""
+        p = numeric.shape[1]
+        discrete = np.array([lattice_spacing(numeric[:, j]) for j in range(p)], dtype=np.float64)
+        numeric = dequantize(numeric, discrete, rng)
+        magnitude, exponent, tail_weight = np.ones(p), np.ones(p), np.ones(p)
+        contexts, clip, grid = [], np.full(p, MIN_CLIP), np.zeros((p, GRID))
+        zs = np.full(numeric.shape, np.nan)
+        for j in range(p):
+            seen = np.isfinite(numeric[:, j])
+            x = numeric[seen, j]
+            magnitude[j] = _magnitude(x)
+            exponent[j] = _exponent(_central(x / magnitude[j], CENTRAL))
+            y = yeo_johnson(x / magnitude[j], exponent[j])
+            # Statistics from the bulk: a few wild values (a table fitted on
+            # itself holds its anomalies) must not set what is typical.
+            bulk = _bulk(y)
+            contexts.append(_contexts(y[bulk], codes[seen][bulk], n_codes))
+            residual = _standardize_one(y, codes[seen], *contexts[-1])
+            # The tail weight is a property of the residuals given the context:
+            # amounts of 50 merchants look heavy-tailed together, not within one.
+            tail_weight[j] = _tail_weight(_central(residual, TAIL_FIT))
+            z = _sinh_arcsinh(residual, tail_weight[j])
+            zs[seen, j] = z
+            if len(z):
+                clip[j] = max(MIN_CLIP, CLIP_MARGIN * float(np.quantile(np.abs(z), CLIP_QUANTILE)))
+                grid[j] = np.quantile(z[bulk], (np.arange(GRID) + 0.5) / GRID)
+        parent, location, scale, fallback, fallback_location, fallback_scale = (
+            (list(part) for part in zip(*contexts, strict=True)) if p else ([], [], [], [], [], [])
+        )
+        as_int = lambda values: np.asarray(values, dtype=np.int64)  # noqa: E731
+        return cls(
+            magnitude, exponent, clip, tail_weight, as_int(parent), location, scale,
+            as_int(fallback), fallback_location, fallback_scale, grid, discrete, related_pairs(zs),
+        )  # fmt: skip
+
+    @property
+    def n_features(self) -> int:
+        return len(self.magnitude)
+
+    def shape(self, numeric: np.ndarray) -> np.ndarray:
+        """Step 1 for every feature: ``y`` (NaN stays NaN)."""
+        out = np.empty_like(numeric, dtype=np.float64)
+        for j in range(self.n_features):
+            out[:, j] = yeo_johnson(numeric[:, j] / self.magnitude[j], self.exponent[j])
+        return out
+
+    def unshape(self, j: int, y: np.ndarray) -> np.ndarray:
+        """Inverse of step 1 for feature ``j``: values in the table's units (overflow: inf)."""
+        return self.magnitude[j] * yeo_johnson_inverse(y, self.exponent[j])
+
+    def standardize(self, y: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        """Step 2: ``z`` given each row's codes, its tails weighted (NaN stays NaN)."""
+        z = np.empty_like(y)
+        for j in range(self.n_features):
+            with np.errstate(over="ignore"):
+                z[:, j] = _sinh_arcsinh(
+                    _standardize_one(y[:, j], codes, *self._context(j)), self.tail_weight[j]
+                )
+        return _finite(z)
+
+    def context(self, j: int, codes: np.ndarray) -> tuple[int, int]:
+        """(categorical feature, its code) that feature ``j`` of a row with ``codes`` is read against;
+        (-1, 0) for all rows."""
+        if self.parent[j] < 0:
+            return -1, 0
+        code = int(codes[self.parent[j]])
+        if code != len(self.location[j]) - 2:
+            return int(self.parent[j]), code
+        if self.fallback[j] < 0:
+            return -1, 0
+        return int(self.fallback[j]), int(codes[self.fallback[j]])
+
+    def _context(self, j: int) -> tuple[Any, ...]:
+        return (self.parent[j], self.location[j], self.scale[j],
+                self.fallback[j], self.fallback_location[j], self.fallback_scale[j])  # fmt: skip
+
+    def soft_clip(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Step 3: compressed ``z`` and each cell's added score (NaN where ``z`` is NaN)."""
+        excess = np.maximum(np.abs(z) - self.clip, 0.0)
+        clipped = np.where(excess > 0, np.sign(z) * (self.clip + np.arcsinh(excess)), z)
+        # log sqrt(1 + e^2), without squaring e (1e300 would overflow).
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return clipped, 0.5 * np.logaddexp(0.0, 2.0 * np.log(excess))
+
+    def to_original(self, j: int, z: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        """Values of feature ``j`` in the table's units for ``z``, in the context of a row's ``codes``."""
+        feature, code = self.context(j, codes)
+        if feature < 0:
+            loc, sc = (self.location[j][0], self.scale[j][0]) if self.parent[j] < 0 else (
+                self.fallback_location[j][0], self.fallback_scale[j][0])  # fmt: skip
+        elif feature == self.parent[j]:
+            loc, sc = self.location[j][code], self.scale[j][code]
+        else:
+            loc, sc = self.fallback_location[j][code], self.fallback_scale[j][code]
+        residual = np.sinh(np.arcsinh(np.asarray(z, dtype=np.float64)) / self.tail_weight[j])
+        return self.unshape(j, loc + sc * residual)
+
+    # -- the model file ----------------------------------------------------
+
+    def to_state(self, prefix: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        arrays = {
+            f"{prefix}magnitude": self.magnitude,
+            f"{prefix}exponent": self.exponent,
+            f"{prefix}clip": self.clip,
+            f"{prefix}tail_weight": self.tail_weight,
+            f"{prefix}parent": self.parent.astype(np.int64),
+            f"{prefix}fallback": self.fallback.astype(np.int64),
+            f"{prefix}grid": self.grid,
+            f"{prefix}discrete": self.discrete.astype(np.float64),
+            f"{prefix}related": self.related.astype(np.int64).reshape(-1, 2),
+        }
+        for j in range(self.n_features):
+            arrays[f"{prefix}location.{j}"] = self.location[j]
+            arrays[f"{prefix}scale.{j}"] = self.scale[j]
+            arrays[f"{prefix}fallback_location.{j}"] = self.fallback_location[j]
+            arrays[f"{prefix}fallback_scale.{j}"] = self.fallback_scale[j]
+        return {"n_features": self.n_features}, arrays
+
+    @classmethod
+    def from_state(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray], prefix: str) -> NumericScaler:
+        p = int(meta["n_features"])
+        got = cls(
+            magnitude=np.asarray(arrays[f"{prefix}magnitude"], dtype=np.float64),
+            exponent=np.asarray(arrays[f"{prefix}exponent"], dtype=np.float64),
+            clip=np.asarray(arrays[f"{prefix}clip"], dtype=np.float64),
+            tail_weight=np.asarray(arrays[f"{prefix}tail_weight"], dtype=np.float64),
+            parent=np.asarray(arrays[f"{prefix}parent"], dtype=np.int64),
+            location=[np.asarray(arrays[f"{prefix}location.{j}"], dtype=np.float64) for j in range(p)],
+            scale=[np.asarray(arrays[f"{prefix}scale.{j}"], dtype=np.float64) for j in range(p)],
+            fallback=np.asarray(arrays[f"{prefix}fallback"], dtype=np.int64),
+            fallback_location=[
+                np.asarray(arrays[f"{prefix}fallback_location.{j}"], dtype=np.float64) for j in range(p)
+            ],
+            fallback_scale=[
+                np.asarray(arrays[f"{prefix}fallback_scale.{j}"], dtype=np.float64) for j in range(p)
+            ],
+            grid=np.asarray(arrays[f"{prefix}grid"], dtype=np.float64),
+            discrete=np.asarray(arrays[f"{prefix}discrete"], dtype=np.float64),
+            related=np.asarray(arrays[f"{prefix}related"], dtype=np.int64).reshape(-1, 2),
+        )
+        for name in ("magnitude", "exponent", "clip", "tail_weight", "parent", "fallback", "discrete"):
+            if getattr(got, name).shape != (p,):
+                raise ValueError(f"scaler {name} has shape {getattr(got, name).shape}, expected ({p},)")
+        if got.grid.shape != (p, GRID):
+            raise ValueError(f"scaler grid has shape {got.grid.shape}, expected ({p}, {GRID})")
+        return got
+
+
+def yeo_johnson(x: np.ndarray, exponent: float) -> np.ndarray:
+    """The Yeo-Johnson transform (scipy's), NaN kept, overflow held at +-``HUGE``."""
+    x = np.asarray(x, dtype=np.float64)
+    out = np.full_like(x, np.nan)
+    seen = np.isfinite(x)
+    if seen.any():
+        with np.errstate(over="ignore"):
+            out[seen] = stats.yeojohnson(x[seen], lmbda=exponent)
+    return _finite(out)
+
+
+def _finite(values: np.ndarray) -> np.ndarray:
+    """+-inf from an overflow becomes +-``HUGE`` (still far beyond any clip); NaN stays NaN."""
+    return np.nan_to_num(values, nan=np.nan, posinf=HUGE, neginf=-HUGE)
+
+
+def yeo_johnson_inverse(y: np.ndarray, exponent: float) -> np.ndarray:
+    """Inverse of :func:`yeo_johnson` (scipy has none); overflow becomes inf."""
+    y = np.asarray(y, dtype=np.float64)
+    lam = float(exponent)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        pos = np.expm1(y) if lam == 0 else np.power(np.maximum(y * lam + 1.0, 0.0), 1.0 / lam) - 1.0
+        neg = (
+            -np.expm1(-y)
+            if lam == 2
+            else 1.0 - np.power(np.maximum(1.0 - (2.0 - lam) * y, 0.0), 1.0 / (2.0 - lam))
+        )
+    return np.where(y >= 0, pos, neg)
+
+
+def dequantize(numeric: np.ndarray, cell: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Training values of lattice features plus uniform noise over their cell, ``[-h/2, h/2)``.
+
+    A flow fitted to values on a lattice (counts, ratings, prices in cents)
+    piles its density onto them (a count of 1 and one of 2, nothing
+    between); spread over its cell, each value's probability becomes a
+    density the flow can learn (Theis et al. 2016).  Scoring reads the
+    values as they are, at their cell's centre.  ``cell``: the lattice
+    spacing ``h`` of each feature, 0 for a continuous one.
+    """
+    if not (cell > 0).any():
+        return numeric
+    noise = rng.uniform(-0.5, 0.5, size=numeric.shape)
+    return numeric + noise * cell[None, :]
+
+
+def lattice_spacing(x: np.ndarray) -> float:
+    """The spacing ``h`` of a lattice the values lie on, or 0 when they are continuous.
+
+    Values lie on a lattice when they repeat (fewer distinct values than half
+    the rows) and every gap between neighbouring distinct values is a whole
+    multiple of the smallest gap (within 1e-6): integers, counts, ratings,
+    also after scaling (a z-scored count), and prices in cents.
+    """
+    seen = np.unique(x[np.isfinite(x)])
+    if seen.size < 2 or seen.size > max(np.isfinite(x).sum() // 2, 1):
+        return 0.0
+    gaps = np.diff(seen)
+    h = float(gaps.min())
+    if not h > 0:
+        return 0.0
+    ratio = gaps / h
+    return h if np.all(np.abs(ratio - np.round(ratio)) <= 1e-6 * np.maximum(ratio, 1.0)) else 0.0
+
+
+def _magnitude(x: np.ndarray) -> float:
+    """A small typical size of the values (5th percentile of the nonzero magnitudes).
+
+    The power transform is fitted to ``x / s``: with ``s`` at the low end of
+    the values, ``log1p(x / s)`` (exponent 0) is close to ``log(x)`` for
+    nearly all of them, as a log-normal column needs; at the median it would
+    flatten every value below the median.
+    """
+    nonzero = np.abs(x[x != 0])
+    m = float(np.quantile(nonzero, 0.05)) if len(nonzero) else 0.0
+    return m if np.isfinite(m) and m > 0 else 1.0
+
+
+def _central(x: np.ndarray, quantiles: tuple[float, float]) -> np.ndarray:
+    if len(x) < 50:
+        return x
+    lo, hi = np.quantile(x, quantiles)
+    return x[(x >= lo) & (x <= hi)]
+
+
+def related_pairs(z: np.ndarray) -> np.ndarray:
+    """Pairs ``(j, k)``, ``j < k``, whose z correlate by at least ``RELATED`` in absolute value.
+
+    Rank (Spearman) correlation over the rows where both are present: a few
+    wild values decide nothing, and 1e300 cannot overflow a sum of squares.
+    """
+    p = z.shape[1]
+    pairs = []
+    for j in range(p):
+        for k in range(j + 1, p):
+            both = np.isfinite(z[:, j]) & np.isfinite(z[:, k])
+            if both.sum() <= 10:
+                continue
+            a, b = stats.rankdata(z[both, j]), stats.rankdata(z[both, k])
+            if np.ptp(a) > 0 and np.ptp(b) > 0 and abs(np.corrcoef(a, b)[0, 1]) >= RELATED:
+                pairs.append((j, k))
+    return np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+
+
+def _sinh_arcsinh(r: np.ndarray, weight: float) -> np.ndarray:
+    """``sinh(delta asinh(r))`` of standardized residuals (identity for ``delta = 1``)."""
+    r = np.asarray(r, dtype=np.float64)
+    return r if weight == 1.0 else np.sinh(weight * np.arcsinh(r))
+
+
+def _tail_weight(u: np.ndarray) -> float:
+    """Maximum-likelihood ``delta`` of ``sinh(delta asinh(u)) ~ N(mu, sigma^2)`` (``u`` standardized).
+
+    The log-likelihood, with ``mu`` and ``sigma`` at their estimates, is
+    ``-n/2 log sigma^2 + sum log(delta cosh(delta asinh u) / sqrt(1 + u^2))``;
+    one bounded scalar search over ``delta`` (scipy).
+    """
+    from scipy.optimize import minimize_scalar
+
+    if len(u) < 50 or np.ptp(u) == 0:
+        return 1.0
+    a = np.arcsinh(u)
+    log_jacobian_u = -0.5 * np.log1p(u**2)
+
+    def negative_log_likelihood(delta: float) -> float:
+        t = np.sinh(delta * a)
+        return 0.5 * len(u) * np.log(np.var(t)) - float(
+            np.sum(np.log(delta * np.cosh(delta * a)) + log_jacobian_u)
+        )
+
+    best = minimize_scalar(negative_log_likelihood, bounds=(MIN_TAIL_WEIGHT, 1.0), method="bounded")
+    # Only a clear gain moves delta off 1: light-tailed columns are left as they are.
+    if negative_log_likelihood(1.0) - best.fun < 2.0:
+        return 1.0
+    return float(best.x)
+
+
+def _bulk(y: np.ndarray) -> np.ndarray:
+    """Rows within ``BULK_SD`` robust sd (median absolute deviation) of the median."""
+    if len(y) == 0:
+        return np.zeros(0, dtype=bool)
+    med = np.median(y)
+    mad = 1.4826 * np.median(np.abs(y - med))
+    if not mad > 0:
+        return np.ones(len(y), dtype=bool)
+    return np.abs(y - med) <= BULK_SD * mad
+
+
+def _exponent(x: np.ndarray) -> float:
+    if len(x) < 3 or np.ptp(x) == 0:
+        return 1.0
+    with warnings.catch_warnings():
+        # Near-constant columns make the likelihood flat; any exponent will do.
+        warnings.simplefilter("ignore")
+        try:
+            lam = float(PowerTransformer(standardize=False).fit(x[:, None]).lambdas_[0])
+        except (ValueError, FloatingPointError):
+            return 1.0
+    return float(np.clip(lam, 0.0, 2.0)) if np.isfinite(lam) else 1.0
+
+
+def _contexts(y: np.ndarray, codes: np.ndarray, n_codes: list[int]) -> tuple[Any, ...]:
+    """(parent, location, scale, fallback, fallback location, fallback scale) of one feature.
+
+    The two categorical features that explain most of ``y`` (see the module
+    docstring); -1 and the pooled mean and sd where there is none.
+    """
+    n = len(y)
+    center = float(np.median(y)) if n else 0.0
+    spread = 1.4826 * float(np.median(np.abs(y - center))) if n else 1.0
+    for candidate in (spread, float(np.std(y)) if n > 1 else 0.0, 1.0):
+        if candidate > 1e-12:
+            spread = candidate
+            break
+    pooled = (-1, np.array([center]), np.array([spread]))
+    found = []
+    for f in range(codes.shape[1]):
+        got = _level_effects(y, codes[:, f], n_codes[f])
+        if got is not None and got[0] >= MIN_ETA2:
+            found.append((got[0], f, got[1], got[2]))
+    found.sort(key=lambda t: -t[0])
+    ranked = [(f, loc, sc) for _, f, loc, sc in found[:2]] + [pooled, pooled]
+    first, second = ranked[0], ranked[1]
+    for f, loc, sc in (first, second):
+        if f >= 0:
+            # The "other" code pools rare and unseen levels: it has no level of
+            # its own (its rows use the fallback), so learn nothing for it:
+            # three rows of a new merchant must not set what is typical for it.
+            loc[n_codes[f] - 2], sc[n_codes[f] - 2] = pooled[1][0], pooled[2][0]
+    return (*first, *second)
+
+
+def _standardize_one(
+    y: np.ndarray,
+    codes: np.ndarray,
+    parent: int,
+    location: np.ndarray,
+    scale: np.ndarray,
+    fallback: int,
+    fallback_location: np.ndarray,
+    fallback_scale: np.ndarray,
+) -> np.ndarray:
+    if parent < 0:
+        return (y - location[0]) / scale[0]
+    level = codes[:, parent]
+    loc, sc = location[level], scale[level]
+    other = level == len(location) - 2
+    if other.any():
+        back = codes[other, fallback] if fallback >= 0 else np.zeros(int(other.sum()), dtype=np.int64)
+        loc, sc = loc.copy(), sc.copy()
+        loc[other], sc[other] = fallback_location[back], fallback_scale[back]
+    return (y - loc) / sc
+
+
+def _level_effects(y: np.ndarray, level: np.ndarray, k: int) -> tuple[float, np.ndarray, np.ndarray] | None:
+    """Adjusted eta^2 of ``level`` on ``y`` and shrunk per-level (mean, sd), or None if not significant."""
+    n = len(y)
+    count = np.bincount(level, minlength=k).astype(np.float64)
+    used = int((count > 0).sum())
+    if used < 2 or n - used < 2:
+        return None
+    total = np.bincount(level, weights=y, minlength=k)
+    mean = np.divide(total, count, out=np.zeros(k), where=count > 0)
+    grand = float(y.mean())
+    ss_between = float(np.sum(count * (mean - grand) ** 2))
+    resid = y - mean[level]
+    ss_within = float(np.sum(resid**2))
+    ms_between, ms_within = ss_between / (used - 1), ss_within / (n - used)
+    if ms_within <= 0:
+        return None
+    if stats.f.sf(ms_between / ms_within, used - 1, n - used) >= PARENT_P_VALUE:
+        return None
+    eta2 = 1.0 - ms_within / (float(np.sum((y - grand) ** 2)) / (n - 1))
+    # Empirical Bayes (one-way random effects, method of moments): each level's
+    # mean is pulled towards the grand mean by kappa = within / between variance.
+    n0 = (n - float(np.sum(count**2)) / n) / (used - 1)
+    between = max((ms_between - ms_within) / n0, 1e-12)
+    kappa = ms_within / between
+    # Robust level statistics (median, MAD) shrunk the same way.
+    median, mad = _level_median_mad(y, level, k)
+    grand_median = float(np.median(y))
+    location = (count * median + kappa * grand_median) / (count + kappa)
+    pooled = 1.4826 * float(np.median(np.abs(y - median[level])))
+    pooled = pooled if pooled > 1e-12 else np.sqrt(ms_within)
+    sd = 1.4826 * mad
+    log_sd = np.where((count > 1) & (sd > 0), np.log(np.maximum(sd, 1e-6 * pooled)), np.log(pooled))
+    weight = np.maximum(count - 1, 0)
+    scale = np.exp((weight * log_sd + SD_PRIOR_ROWS * np.log(pooled)) / (weight + SD_PRIOR_ROWS))
+    return eta2, location, scale
+
+
+def _level_median_mad(y: np.ndarray, level: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per level code: median of ``y`` and median absolute deviation from it (0 for unused codes)."""
+    order = np.lexsort((y, level))
+    sorted_y, sorted_level = y[order], level[order]
+    bounds = np.searchsorted(sorted_level, np.arange(k + 1))
+    median, mad = np.zeros(k), np.zeros(k)
+    for code in range(k):
+        part = sorted_y[bounds[code] : bounds[code + 1]]
+        if part.size:
+            median[code] = np.median(part)
+            mad[code] = np.median(np.abs(part - median[code]))
+    return median, mad

@@ -1,0 +1,71 @@
+"""The category model: smoothed levels, pairs that depend on each other, leave-one-out."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nrad.categories import CategoryModel, edge_discount
+
+
+def _codes(rng: np.random.Generator, n: int = 3000) -> tuple[np.ndarray, list[int]]:
+    """Feature 0: 40 merchants (Zipf); 1: their category (a function of the merchant); 2: noise."""
+    weights = 1.0 / np.arange(1, 41)
+    merchant = rng.choice(40, size=n, p=weights / weights.sum())
+    category = np.arange(40) % 6
+    noise = rng.integers(0, 3, size=n)
+    # Codes K (other) and K + 1 (missing) follow the levels of each feature.
+    return np.column_stack([merchant, category[merchant], noise]), [42, 8, 5]
+
+
+def test_the_dependent_pair_is_joined_and_the_independent_feature_is_not() -> None:
+    codes, n_codes = _codes(np.random.default_rng(0))
+    model = CategoryModel.fit(codes, n_codes)
+    assert model.parent[2] == -1
+    assert {model.parent[0], model.parent[1]} == {-1, 0} or {model.parent[0], model.parent[1]} == {-1, 1}
+
+
+def test_an_unseen_level_costs_about_log_2n_and_more_than_a_rare_one() -> None:
+    codes, n_codes = _codes(np.random.default_rng(1))
+    model = CategoryModel.fit(codes, n_codes)
+    common, rare, unseen = (
+        codes[codes[:, 0] == 0][0].copy(),
+        codes[codes[:, 0] == 39][0].copy(),
+        codes[0].copy(),
+    )
+    unseen[0] = 40  # "other": never seen
+    terms = -model.log_terms(np.vstack([common, rare, unseen]))
+    assert terms[0, 0] < terms[1, 0] < terms[2, 0]
+    # Krichevsky-Trofimov: a level never seen in n rows costs log((n + K/2) / (1/2)) nats.
+    np.testing.assert_allclose(terms[2, 0] if model.parent[0] == -1 else -np.log(0.5 / (3000 + 21)),
+                               -np.log(0.5 / (3000 + 21)), rtol=0.05)  # fmt: skip
+
+
+def test_a_broken_deterministic_pair_costs_many_nats() -> None:
+    codes, n_codes = _codes(np.random.default_rng(2))
+    model = CategoryModel.fit(codes, n_codes)
+    row = codes[codes[:, 0] == 0][0].copy()
+    broken = row.copy()
+    broken[1] = (row[1] + 1) % 6  # the merchant's category is never another one
+    gap = -model.log_terms(broken[None]).sum() + model.log_terms(row[None]).sum()
+    assert gap > 9.0, gap
+    # A relation never broken in training gets a small discount.
+    child = 1 if model.parent[1] == 0 else 0
+    assert edge_discount(model.joint[child]) < 0.05
+
+
+def test_leave_one_out_reads_a_training_row_as_if_it_were_new() -> None:
+    codes, n_codes = _codes(np.random.default_rng(3))
+    codes[7, 2] = 3  # the only row with this code of the noise feature
+    model = CategoryModel.fit(codes, n_codes)
+    loo = model.log_terms(codes[7:8], leave_out=codes[7:8])[0, 2]
+    fresh = CategoryModel.fit(np.delete(codes, 7, axis=0), n_codes).log_terms(codes[7:8])[0, 2]
+    np.testing.assert_allclose(loo, fresh)
+    assert loo < model.log_terms(codes[7:8])[0, 2]
+
+
+def test_state_round_trips() -> None:
+    codes, n_codes = _codes(np.random.default_rng(4))
+    model = CategoryModel.fit(codes, n_codes)
+    meta, arrays = model.to_state("c.")
+    again = CategoryModel.from_state(meta, arrays, "c.")
+    np.testing.assert_array_equal(model.log_terms(codes), again.log_terms(codes))

@@ -1,0 +1,93 @@
+"""Numeric features as the flow sees them: shape, context, lattices, soft clip."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nrad.scaler import (
+    NumericScaler,
+    dequantize,
+    lattice_spacing,
+    yeo_johnson,
+    yeo_johnson_inverse,
+)
+
+
+@pytest.mark.parametrize("exponent", [0.0, 0.5, 1.0, 1.7, 2.0])
+def test_yeo_johnson_inverse(exponent: float) -> None:
+    x = np.linspace(-50, 500, 101)
+    np.testing.assert_allclose(
+        yeo_johnson_inverse(yeo_johnson(x, exponent), exponent), x, rtol=1e-9, atol=1e-9
+    )
+
+
+def test_lattices_are_found_and_continuous_values_are_not() -> None:
+    rng = np.random.default_rng(0)
+    counts = rng.poisson(3, 1000).astype(float)
+    assert lattice_spacing(counts) == 1.0
+    assert lattice_spacing((counts - counts.mean()) / counts.std()) == pytest.approx(1 / counts.std())
+    assert lattice_spacing(np.round(rng.uniform(1, 3, 1000), 2)) == pytest.approx(0.01)  # prices in cents
+    assert lattice_spacing(rng.normal(size=1000)) == 0.0
+    noisy = dequantize(counts[:, None], np.array([1.0]), rng)[:, 0]
+    assert np.all(np.abs(noisy - counts) <= 0.5) and lattice_spacing(noisy) == 0.0
+
+
+def _amounts(rng: np.random.Generator, n: int = 3000) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    level = rng.normal(3.5, 1.0, size=20)
+    merchant = rng.integers(0, 20, size=n)
+    amount = np.exp(level[merchant] + rng.normal(0, 0.3, size=n))
+    return amount[:, None], merchant[:, None], [22]
+
+
+def test_an_amount_is_read_against_its_merchant() -> None:
+    rng = np.random.default_rng(1)
+    amount, merchant, n_codes = _amounts(rng)
+    scaler = NumericScaler.fit(amount, merchant, n_codes, rng)
+    assert scaler.parent[0] == 0
+    cheap = merchant[:, 0] == np.argmin([np.median(amount[merchant[:, 0] == m]) for m in range(20)])
+    usual = np.median(amount[cheap])
+    z = scaler.standardize(
+        scaler.shape(np.array([[usual], [8 * usual]])), np.full((2, 1), merchant[cheap][0, 0])
+    )
+    assert abs(z[0, 0]) < 0.5 and z[1, 0] > 4  # 8x the merchant's usual amount
+
+
+def test_a_new_merchant_falls_back_to_the_next_context() -> None:
+    rng = np.random.default_rng(2)
+    amount, merchant, n_codes = _amounts(rng)
+    category = (merchant % 4).astype(np.int64)
+    scaler = NumericScaler.fit(amount, np.hstack([merchant, category]), [22, 6], rng)
+    other = n_codes[0] - 2
+    assert scaler.parent[0] == 0 and scaler.fallback[0] == 1
+    assert scaler.context(0, np.array([other, 3])) == (1, 3)
+    assert scaler.context(0, np.array([5, 3])) == (0, 5)
+
+
+def test_soft_clip_is_monotone_and_charges_for_distance() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(2000, 1))
+    scaler = NumericScaler.fit(x, np.zeros((2000, 0), dtype=np.int64), [], rng)
+    z = np.array([[0.0], [3.0], [10.0], [100.0], [1e6]])
+    clipped, terms = scaler.soft_clip(scaler.standardize(scaler.shape(z), np.zeros((5, 0), dtype=np.int64)))
+    assert np.all(np.diff(clipped[:, 0]) > 0) and np.all(np.diff(terms[:, 0]) >= 0)
+    assert clipped[-1, 0] < 25  # a typo of 1e6 stays a few units past the training range
+
+
+def test_heavy_symmetric_tails_are_pulled_in_and_gaussian_ones_are_left() -> None:
+    rng = np.random.default_rng(4)
+    data = np.column_stack([rng.standard_t(2, 5000), rng.normal(size=5000)])
+    scaler = NumericScaler.fit(data, np.zeros((5000, 0), dtype=np.int64), [], rng)
+    assert scaler.tail_weight[0] < 0.6 and scaler.tail_weight[1] == 1.0
+
+
+def test_state_round_trips() -> None:
+    rng = np.random.default_rng(5)
+    amount, merchant, n_codes = _amounts(rng)
+    scaler = NumericScaler.fit(amount, merchant, n_codes, rng)
+    meta, arrays = scaler.to_state("s.")
+    again = NumericScaler.from_state(meta, arrays, "s.")
+    y = scaler.shape(amount)
+    np.testing.assert_array_equal(
+        scaler.standardize(y, merchant), again.standardize(again.shape(amount), merchant)
+    )
