@@ -1,30 +1,38 @@
-"""The main job as a user meets it: planted-truth tables through ``nrad detect`` and ``nrad fit`` + ``nrad score``.
+"""The main job as a user meets it: planted-truth tables through the command line, both ways of working.
 
-For each table family and seed it writes a clean table (no anomalies) and a
-table with planted anomalies of known cause, runs the two ways of working
-exactly as a user types them, and reports per run:
+For each table family and seed it writes a table with 20 planted anomalies of
+known cause (``T.csv``) and a clean table of the same kind (``clean.csv``),
+then runs exactly what a user types::
 
-* flagged: planted rows flagged / planted rows, and the false discovery
-  proportion (unplanted flagged / flagged);
-* first-named: share of flagged planted rows whose first ``top_features``
-  column (the name before the first ``:``) is one of the row's causes;
-* seconds and peak memory (MiB) of each command, end to end.
+    nrad detect T.csv --id-column ID --fdr 0.1 --out a.csv
+    nrad fit clean.csv --id-column ID --model m.nrad
+    nrad score T.csv --model m.nrad --fdr 0.1 --out b.csv
+
+and reads ``flagged`` and ``top_features`` (the name before the first ``:``)
+as a user would.  Per run: the share of planted rows flagged, the false
+discovery proportion of the flags, the share of flagged planted rows whose
+first named column is one of the row's causes, and seconds / peak memory of
+each command (``/usr/bin/time``).
+
+``--timing`` times the same commands on a 5,000-row table with ``--report``,
+once on a quiet machine and once beside a busy process (one CPU-bound loop),
+as users run it.
 
 Usage::
 
-    python benchmarks/main_job.py --rows 3000 --seeds 0,1,2 --fdr 0.1
-    python benchmarks/main_job.py --rows 5000 --families transactions --seeds 0 --timing
+    python benchmarks/main_job.py --families transactions,sensors,patients --seeds 0-4
+    python benchmarks/main_job.py --timing --rows 5000
 """
 
 from __future__ import annotations
 
 import argparse
-import resource
+import multiprocessing as mp
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -32,76 +40,135 @@ import pandas as pd
 from nrad import synthetic
 
 NRAD = [sys.executable, "-c", "from nrad.cli import main; main()"]
-FAMILIES = {"transactions": synthetic.make_transactions}
+IDS = {"transactions": "txn_id", "issue-kinds": "txn_id", "sensors": "reading_id", "patients": "patient_id"}
+#: The four kinds the issue describes: an impossible age, a 30x amount, a 40x quantity, a broken relation.
+ISSUE_KINDS = ("impossible_age", "huge_amount", "huge_quantity", "age_balance")
 
 
-def run(args: list[str], cwd: Path) -> tuple[float, float, str]:
-    """Run one nrad command; return (seconds, peak RSS MiB of the child, stdout)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    start = time.perf_counter()
-    res = subprocess.run([*NRAD, *args], cwd=cwd, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
+def make(family: str, rows: int, anomalies: int, seed: int) -> synthetic.PlantedTable:
+    if family == "issue-kinds":
+        return synthetic.make_transactions(rows, anomalies, random_state=seed, kinds=ISSUE_KINDS)
+    return synthetic.FAMILIES[family](rows, anomalies, random_state=seed)
+
+
+def run(args: list[str], cwd: Path) -> tuple[float, float]:
+    """Run one nrad command under /usr/bin/time; return (seconds, peak RSS in MiB)."""
+    stats = cwd / ".time"
+    res = subprocess.run(["/usr/bin/time", "-f", "%e %M", "-o", str(stats), *NRAD, *args], cwd=cwd,
+                         capture_output=True, text=True)  # fmt: skip
     if res.returncode != 0:
         raise RuntimeError(f"nrad {' '.join(args)} failed:\n{res.stderr}")
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return seconds, max(peak, before) / 1024, res.stdout
+    seconds, kib = stats.read_text().split()[-2:]
+    return float(seconds), float(kib) / 1024
 
 
-def judge(scores: pd.DataFrame, truth: pd.DataFrame) -> dict[str, float]:
+def judge(scores: pd.DataFrame, truth: pd.DataFrame) -> dict[str, Any]:
+    """Flags and first named columns of a scores file against the planted truth."""
     flagged = scores["flagged"].to_numpy(dtype=bool)
     planted = np.zeros(len(scores), dtype=bool)
     planted[truth["row"].to_numpy()] = True
-    first = scores["top_features"].fillna("").str.split(":").str[0]
-    hits = [first.iloc[r] in causes for r, causes in zip(truth["row"], truth["causes"], strict=True)
-            if flagged[r]]  # fmt: skip
+    first = scores["top_features"].fillna("").astype(str).str.split(":").str[0]
+    named = [first.iloc[r] in causes for r, causes in zip(truth["row"], truth["causes"], strict=True) if flagged[r]]
     return {
-        "planted": int(planted.sum()),
         "flagged": int(flagged.sum()),
         "found": int((flagged & planted).sum()),
         "recall": float((flagged & planted).sum() / max(planted.sum(), 1)),
         "fdp": float((flagged & ~planted).sum() / max(flagged.sum(), 1)),
-        "first_named": float(np.mean(hits)) if hits else float("nan"),
-        "auroc_top": float(
-            np.mean(scores["anomaly_score"].rank(ascending=False).to_numpy()[planted] <= planted.sum())
-        ),
+        "first_named": float(np.mean(named)) if named else float("nan"),
     }
+
+
+def one_table(family: str, seed: int, rows: int, report: bool, keep: Path | None) -> list[dict[str, Any]]:
+    work = Path(tempfile.mkdtemp(prefix="nrad-main-job-")) if keep is None else keep / f"{family}-{seed}"
+    work.mkdir(parents=True, exist_ok=True)
+    table = make(family, rows, 20, 1000 + seed)
+    make(family, rows, 0, 2000 + seed).frame.to_csv(work / "clean.csv", index=False)
+    table.frame.to_csv(work / "T.csv", index=False)
+    ident = IDS[family]
+    extra = ["--report", "a.html"] if report else []
+    t_detect, m_detect = run(["detect", "T.csv", "--id-column", ident, "--fdr", "0.1", "--out", "a.csv", *extra], work)
+    t_fit, m_fit = run(["fit", "clean.csv", "--id-column", ident, "--model", "m.nrad"], work)
+    t_score, m_score = run(["score", "T.csv", "--model", "m.nrad", "--fdr", "0.1", "--out", "b.csv"], work)
+    out = []
+    for way, name, secs, mem in (("detect", "a.csv", [t_detect], m_detect),
+                                 ("fit + score", "b.csv", [t_fit, t_score], max(m_fit, m_score))):  # fmt: skip
+        scores = pd.read_csv(work / name, keep_default_na=False)
+        out.append({"family": family, "seed": seed, "way": way, **judge(scores, table.truth),
+                    "seconds": round(sum(secs), 1), "peak_mib": round(mem)})  # fmt: skip
+    return out
+
+
+def busy() -> None:
+    """A CPU-bound loop: the other process a user's laptop runs."""
+    x = 0
+    while True:
+        x = (x * 1103515245 + 12345) % 2147483648
+
+
+def timing(rows: int) -> pd.DataFrame:
+    """The issue's commands on a ``rows`` x 10 transactions table, quiet and beside a busy process."""
+    work = Path(tempfile.mkdtemp(prefix="nrad-timing-"))
+    make("transactions", rows, 20, 7).frame.to_csv(work / "T.csv", index=False)
+    make("transactions", rows, 0, 8).frame.to_csv(work / "clean.csv", index=False)
+    commands = {
+        "detect (+ report)": ["detect", "T.csv", "--id-column", "txn_id", "--fdr", "0.1", "--out", "a.csv",
+                              "--report", "a.html"],  # fmt: skip
+        "fit": ["fit", "clean.csv", "--id-column", "txn_id", "--model", "m.nrad"],
+        "score": ["score", "T.csv", "--model", "m.nrad", "--fdr", "0.1", "--out", "b.csv"],
+        "--help": ["--help"],
+    }
+    rows_out = []
+    for load in ("quiet", "beside one busy process"):
+        burner = mp.Process(target=busy, daemon=True) if load != "quiet" else None
+        if burner is not None:
+            burner.start()
+        try:
+            for name, args in commands.items():
+                seconds, mib = run(args, work)
+                rows_out.append({"machine": load, "command": name, "seconds": seconds, "peak_mib": round(mib)})
+                print(rows_out[-1], flush=True)
+        finally:
+            if burner is not None:
+                burner.terminate()
+    frame = pd.DataFrame(rows_out)
+    report = (work / "a.html").stat().st_size
+    print(f"report size: {report / 1024:.0f} KiB")
+    return frame
+
+
+def _seeds(text: str) -> list[int]:
+    if "-" in text:
+        lo, hi = text.split("-")
+        return list(range(int(lo), int(hi) + 1))
+    return [int(s) for s in text.split(",")]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rows", type=int, default=3000)
-    parser.add_argument("--anomalies", type=int, default=20)
+    parser.add_argument("--families", default="issue-kinds,transactions,sensors,patients")
     parser.add_argument("--seeds", default="0")
-    parser.add_argument("--fdr", type=float, default=0.1)
-    parser.add_argument("--families", default=",".join(FAMILIES))
-    parser.add_argument("--report", action="store_true", help="also write the HTML report (detect)")
-    parser.add_argument("--keep", type=Path, default=None, help="keep the tables and outputs here")
+    parser.add_argument("--rows", type=int, default=3000)
+    parser.add_argument("--report", action="store_true", help="detect also writes the HTML report")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the tables and outputs under this folder")
+    parser.add_argument("--timing", action="store_true", help="time the commands on one table instead")
+    parser.add_argument("--out", type=Path, default=None, help="append the rows to this CSV")
     args = parser.parse_args()
-    rows = []
-    for family in args.families.split(","):
-        make = FAMILIES[family]
-        for seed in [int(s) for s in args.seeds.split(",")]:
-            work = args.keep or Path(tempfile.mkdtemp(prefix="nrad-main-job-"))
-            work.mkdir(parents=True, exist_ok=True)
-            table = make(args.rows, args.anomalies, random_state=1000 + seed)
-            clean = make(args.rows, 0, random_state=2000 + seed)
-            table.frame.to_csv(work / "T.csv", index=False)
-            clean.frame.to_csv(work / "clean.csv", index=False)
-            report = ["--report", "a.html"] if args.report else []
-            t_detect, m_detect, _ = run(["detect", "T.csv", "--id-column", "txn_id", "--fdr", str(args.fdr),
-                                         "--out", "a.csv", *report], work)  # fmt: skip
-            t_fit, m_fit, _ = run(["fit", "clean.csv", "--id-column", "txn_id", "--model", "m.nrad"], work)
-            t_score, m_score, _ = run(["score", "T.csv", "--model", "m.nrad", "--fdr", str(args.fdr),
-                                       "--out", "b.csv"], work)  # fmt: skip
-            for way, out, secs, mem in (("detect", "a.csv", t_detect, m_detect),
-                                        ("fit+score", "b.csv", t_fit + t_score, max(m_fit, m_score))):  # fmt: skip
-                row = {"family": family, "seed": seed, "way": way, **judge(pd.read_csv(work / out), table.truth),
-                       "seconds": round(secs, 1), "peak_mib": round(mem)}  # fmt: skip
-                rows.append(row)
-                print(row, flush=True)
-    frame = pd.DataFrame(rows)
-    print(frame.to_string(index=False))
-    print(frame.groupby("way")[["recall", "fdp", "first_named", "seconds"]].mean().to_string())
+    if args.timing:
+        frame = timing(args.rows)
+        print(frame.pivot(index="command", columns="machine", values="seconds").to_string())
+    else:
+        rows = []
+        for family in args.families.split(","):
+            for seed in _seeds(args.seeds):
+                for row in one_table(family, seed, args.rows, args.report, args.keep):
+                    rows.append(row)
+                    print(row, flush=True)
+        frame = pd.DataFrame(rows)
+        summary = frame.groupby(["family", "way"])[["recall", "fdp", "first_named", "seconds"]].mean()
+        print(summary.round(3).to_string())
+        print(frame.groupby("way")[["recall", "fdp", "first_named", "seconds", "peak_mib"]].mean().round(3).to_string())
+    if args.out is not None:
+        frame.to_csv(args.out, mode="a", header=not args.out.exists(), index=False)
 
 
 if __name__ == "__main__":

@@ -12,8 +12,9 @@ Column handling (documented in docs/usage.md):
   value for the row, and the fact that they are missing separately); a text
   column whose non-missing values parse as numbers for at least
   ``NUMERIC_PARSE_SHARE`` of the rows is numeric (the rest, such as "n/a",
-  "?" or "1,5", become missing and are counted).  A numeric column with only
-  two values is categorical;
+  "?" or "1,5", become missing and are counted).  A numeric 0/1 column stays
+  numeric (a lattice to the flow, which models how it goes with the other
+  numbers; 39 binary attributes of celeba were read worse as categories);
 * datetime (dtype, or text that parses as dates): hour of the day (numeric,
   with minutes) and day of the week (categorical).  Absolute time, month and
   day of month are left out on purpose: data scored later would lie outside
@@ -377,8 +378,6 @@ def _numeric_plan(name: str, values: pd.Series, failures: int) -> tuple[ColumnPl
     distinct = finite.nunique()
     if distinct <= 1 and values.notna().all():
         return None, "constant", failures
-    if distinct <= 2:  # a 0/1 flag is a category, not a measurement
-        return _categorical_plan(name, values.where(np.isfinite(values)))
     return ColumnPlan(name, "numeric", fill=float(finite.median())), "", failures
 
 
