@@ -23,8 +23,11 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest
 
+# DATA: a folder of ADBench .npz files (X, y), e.g. from `nrad datasets fetch --to data/adbench`.
+DATA ?= data/adbench
+
 bench-speed: $(VENV)/.installed
-	$(BIN)/python benchmarks/fit_speed.py --data-dir ../shared/datasets/adbench
+	$(BIN)/python benchmarks/fit_speed.py --data-dir $(DATA)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,6 +1,6 @@
 """Fit seconds and scoring rows/s of NRDE (defaults) and PyOD IForest, same run.
 
-Usage: python benchmarks/fit_speed.py --data-dir ../shared/datasets/adbench
+Usage: python benchmarks/fit_speed.py --data-dir data/adbench
 
 ``--variant "penalty_columns=32"`` adds NRDE with those parameters (the
 syntax of probe_params.py) after the default on each dataset, so the two

@@ -30,7 +30,7 @@ Per numeric feature ``j`` (see docs/method.md, section "Tables"):
    the amounts of 50 merchants together look heavy-tailed, one merchant's
    amounts do not.
 3. **Soft clip.**  Beyond ``b_j`` (1.25 times the 99.5th percentile of the
-   training ``|z|``, at least 4) ``z`` is replaced by ``b_j + asinh(|z| - b_j)``:
+   training ``|z|``, at least ``MIN_CLIP`` = 8) ``z`` is replaced by ``b_j + asinh(|z| - b_j)``:
    far values are compressed (a typo of 1e6 lands a few units past the
    training range instead of thousands of sd away, where a flow's density,
    and every number built on it, means nothing), the flow still sees every

@@ -1,4 +1,4 @@
-"""The settings of ../shared/BENCHMARK.md: how each run's train and scored rows are made.
+"""The settings of the benchmark protocol (docs/benchmark.md): how each run's train and scored rows are made.
 
 Every split and every noise draw depends only on (dataset, setting, seed),
 so all methods see the same rows.

@@ -1,4 +1,4 @@
-"""Ensembles of NRDE fits that differ only in their seed (issue 7 probe).
+"""Ensembles of NRDE fits that differ only in their seed (accuracy study probe).
 
 Exploratory.  Fits ``NRDE(random_state=k)`` for k = 0 .. K-1 on the same
 protocol split (seed 0) and scores the test rows with: the single fit k = 0
@@ -10,7 +10,7 @@ the seconds spent fitting the fits it uses, so the cost is on record.
 Appends ``dataset,setting,seed,variant,auroc,fit_s`` rows; pairs already in
 ``--out`` are skipped.
 
-    python benchmarks/probe_ensemble.py --data-dir ../shared/datasets/adbench \
+    python research/probe_ensemble.py --data-dir ../shared/datasets/adbench \
         --datasets glass,letter --settings vanilla,noisy-gauss-0.5 --out /tmp/ensemble.csv
 """
 

@@ -1,4 +1,4 @@
-"""Source-split rules and the IMA penalty, ablated on the same fits (issue 7 probe).
+"""Source-split rules and the IMA penalty, ablated on the same fits (accuracy study probe).
 
 Exploratory.  Per (dataset, setting), seed 0, under the benchmark protocol:
 fits ``NRDE(random_state=0)`` (the default: IMA penalty, noise-floor split)
@@ -21,7 +21,7 @@ of its sources (the flow and the source influences stay the same; only
 Appends ``dataset,setting,seed,variant,auroc,n_noise`` rows; pairs already in
 ``--out`` are skipped.
 
-    python benchmarks/probe_split.py --data-dir ../shared/datasets/adbench \
+    python research/probe_split.py --data-dir ../shared/datasets/adbench \
         --datasets glass,letter --settings vanilla,noisy-gauss-0.5 --out /tmp/split.csv
 """
 

@@ -1,4 +1,4 @@
-"""Flow family: affine vs rational-quadratic spline coupling layers (issue 7 probe).
+"""Flow family: affine vs rational-quadratic spline coupling layers (accuracy study probe).
 
 Exploratory.  Fits two zuko flows of NRDE's size (6 coupling transforms,
 two hidden layers of 64) by maximum likelihood on the same protocol split
@@ -13,7 +13,7 @@ held-out NLL), so the comparison isolates the family: no IMA penalty, no
 split.  Appends ``dataset,setting,seed,variant,auroc,fit_s,steps`` rows;
 pairs already in ``--out`` are skipped.
 
-    python benchmarks/probe_family.py --data-dir ../shared/datasets/adbench \
+    python research/probe_family.py --data-dir ../shared/datasets/adbench \
         --datasets glass,letter --out /tmp/family.csv
 """
 

@@ -1,8 +1,8 @@
-"""NRDE with a factorized Gaussian-mixture base density (issue 7 probe).
+"""NRDE with a factorized Gaussian-mixture base density (accuracy study probe).
 
 Exploratory.  The default flow maps rows to sources with a standard-normal
 base, so under noise, where its held-out likelihood stops improving early,
-the density it keeps is close to unimodal (docs/method.md section 9).  Here
+the density it keeps is close to unimodal (research/notes.md section 9).  Here
 each source instead gets its own 1-D mixture of K Gaussians (learned
 weights, means and scales): the sources stay independent (the premise of
 the IMA penalty and of the pure / noise split) but each may be multi-modal,
@@ -12,9 +12,9 @@ sources.  Prints and appends ``dataset,setting,seed,variant,auroc`` rows
 (seed 0, the benchmark protocol; pairs already in ``--out`` are skipped)
 for ``mixture`` (and, with
 ``--with-default``, NRDE's default refitted; it equals the seed-0 ``nrde``
-rows of results/runs.csv, which ``benchmarks/ablation.py`` compares with).
+rows of results/runs.csv, which ``research/ablation.py`` compares with).
 
-    python benchmarks/probe_mixture.py --data-dir ../shared/datasets/adbench \\
+    python research/probe_mixture.py --data-dir ../shared/datasets/adbench \\
         --datasets letter,glass --out /tmp/mixture.csv
 """
 

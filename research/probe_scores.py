@@ -1,12 +1,12 @@
-"""Compare pure-density estimators on one fitted NRDE flow (issue 7 probe).
+"""Compare pure-density estimators on one fitted NRDE flow (accuracy study probe).
 
 Fits NRDE once per (dataset, setting, seed) under the benchmark protocol and
 scores the test rows with several estimators that share the flow, so the
 comparison isolates the estimator.  Prints one CSV row per run and a mean
 AUROC table.  Exploratory: the committed figures for decisions come from
-``nrad bench`` (results/ABLATION.md).
+``nrad bench`` (research/results/ABLATION.md).
 
-    python benchmarks/probe_scores.py --data-dir ../shared/datasets/adbench \
+    python research/probe_scores.py --data-dir ../shared/datasets/adbench \
         --datasets cardio,letter --settings vanilla,noisy-gauss-0.5 --out /tmp/probe.csv
 """
 

@@ -1,4 +1,4 @@
-"""Training-noise smoothing, fixed and chosen by held-out likelihood (issue 7 probe).
+"""Training-noise smoothing, fixed and chosen by held-out likelihood (accuracy study probe).
 
 Exploratory.  Fits NRDE with several ``train_noise`` values (Gaussian noise
 added to training batches: the flow then learns the data density convolved
@@ -10,7 +10,7 @@ too few validation rows for early stopping, ``select`` keeps the default.
 Prints and appends ``dataset,setting,seed,variant,auroc,val_nll`` rows
 (seed 0, the benchmark protocol); pairs already in ``--out`` are skipped.
 
-    python benchmarks/probe_smoothing.py --data-dir ../shared/datasets/adbench \
+    python research/probe_smoothing.py --data-dir ../shared/datasets/adbench \
         --datasets glass,letter --settings vanilla,noisy-gauss-0.5 --out /tmp/smooth.csv
 """
 

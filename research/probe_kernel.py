@@ -1,4 +1,4 @@
-"""Two kernel rewrites that did not make scoring faster (issue 6 probe).
+"""Two kernel rewrites that did not make scoring faster (scoring-speed probe).
 
 Prints figures; it is not a test.  One 6-layer NRDE flow of the default
 size on 20 features (weights barely trained: speed does not depend on
@@ -15,7 +15,7 @@ turns so that load on the machine hits them alike:
 - ``float32``: ``eager`` with the flow and the rows cast to float32, against
   the float32 matmul peak (the bound moves with the dtype).
 
-    python benchmarks/probe_kernel.py
+    python research/probe_kernel.py
 """
 
 from __future__ import annotations

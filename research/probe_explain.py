@@ -1,4 +1,4 @@
-"""How explanations behave on a longer-trained fit (issue 7 probe, docs/method.md section 10).
+"""How explanations behave on a longer-trained fit (research/notes.md, section 4).
 
 Exploratory.  Writes docs/usage.md's two example tables (400 transactions
 each, from ``tests/test_product.py::messy_csv``, seeds 1 and 2), fits
@@ -16,7 +16,7 @@ of the present columns, so every coalition is a row that can occur).
 Also the missing-merchant row's (row 4) top three under the shipped
 explanation and under Shapley.
 
-    python benchmarks/probe_explain.py
+    python research/probe_explain.py
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Trimmed-likelihood NRDE against the default, per dataset and setting (issue 7 probe).
+"""Trimmed-likelihood NRDE against the default, per dataset and setting (accuracy study probe).
 
 Exploratory; prints ``dataset,setting,default_auroc,trimmed_auroc`` rows (seed 0,
 the benchmark protocol). The trimmed variant averages each batch's NLL (and
@@ -7,7 +7,7 @@ robust z-scores (median / MAD) of the batch median, so rows the flow finds
 very unlikely -- training anomalies, in the contaminated and transductive
 settings -- stop pulling density towards themselves.
 
-    python benchmarks/probe_trimmed.py --data-dir ../shared/datasets/adbench \
+    python research/probe_trimmed.py --data-dir ../shared/datasets/adbench \
         --datasets cardio,glass --settings transductive,vanilla
 """
 

@@ -1,4 +1,4 @@
-"""NRDE with other constructor parameters, and the variant chosen by held-out likelihood (issue 7 probe).
+"""NRDE with other constructor parameters, and the variant chosen by held-out likelihood (accuracy study probe).
 
 Exploratory.  Fits NRDE once per variant (``name=value,...`` groups of
 constructor parameters; ``default`` is NRDE's defaults) per (dataset,
@@ -17,7 +17,7 @@ sets the flow's size from the training table's shape by
 :func:`scaled_size`.  Appends ``dataset,setting,seed,variant,auroc,
 val_nll`` rows to ``--out`` and skips (dataset, setting) pairs already there.
 
-    python benchmarks/probe_params.py --data-dir ../shared/datasets/adbench \\
+    python research/probe_params.py --data-dir ../shared/datasets/adbench \\
         --datasets glass,letter --variants "default;n_transforms=2" --out /tmp/params.csv
 """
 

@@ -1,4 +1,4 @@
-"""Is NRDE's flow more than a Gaussian on a dataset? (issue 7 diagnostic)
+"""Is NRDE's flow more than a Gaussian on a dataset? (accuracy study diagnostic)
 
 Exploratory.  For each dataset, in ``vanilla`` and ``noisy-gauss-0.5``
 (seed 0, the benchmark protocol), prints the test AUROC of the Mahalanobis
@@ -10,7 +10,7 @@ nearest training rows.  Compare with NRDE's AUROC in results/runs.csv: a
 flow that scores like the full Mahalanobis distance has learnt little
 beyond the Gaussian.
 
-    python benchmarks/probe_gaussian.py --data-dir ../shared/datasets/adbench --datasets letter,glass
+    python research/probe_gaussian.py --data-dir ../shared/datasets/adbench --datasets letter,glass
 """
 
 from __future__ import annotations

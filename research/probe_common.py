@@ -1,4 +1,4 @@
-"""What the issue-7 probes share: the protocol's scaled splits, and result rows on disk."""
+"""What the accuracy-study probes share: the protocol's scaled splits, and result rows on disk."""
 
 from __future__ import annotations
 
