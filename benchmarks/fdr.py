@@ -106,12 +106,9 @@ def one_run(kind: str, generator: str, mode: str, seed: int, dump: str | None = 
         table = FAMILIES[generator](ROWS, 20, random_state=30_000 + seed)
         data, truth = table.frame, table.labels.astype(bool)
         clean = FAMILIES[generator](ROWS, 0, random_state=40_000 + seed).frame
-    if mode == "fit":
-        model = fit_table(clean, random_state=seed)
-        scored, _ = model.score(data, fdr=0.1, explain="none")
-    else:
-        model = fit_table(data, random_state=seed)
-        scored, _ = model.score(data, fdr=0.1, explain="none", in_sample=True)
+    model = fit_table(clean if mode == "fit" else data, random_state=seed)
+    # Scores once; then each level's flags exactly as TableModel.score makes them.
+    scored, _ = model.score_rows(data, in_sample=mode == "detect")
     p = scored["p_value"].to_numpy()
     if dump is not None:
         # What any calibration needs, to compare calibrations without refitting.
@@ -123,13 +120,18 @@ def one_run(kind: str, generator: str, mode: str, seed: int, dump: str | None = 
     from nrad.calibration import benjamini_hochberg
 
     for q in LEVELS:
-        flags = benjamini_hochberg(p, q)
+        if mode == "detect":  # calibrated on the rows not flagged (TableModel.in_sample_flags)
+            flags = model.in_sample_flags(scored["anomaly_score"].to_numpy(), q)[1]
+        else:
+            flags = benjamini_hochberg(p, q)
         row[f"flagged_{q}"] = int(flags.sum())
         row[f"false_{q}"] = int((flags & ~truth).sum())
     return row
 
 
 def report(path: Path) -> str:
+    from nrad.bench.summary import markdown_table
+
     runs = pd.read_csv(path, keep_default_na=False)
     lines = []
     for kind, part in runs.groupby("kind", sort=False):
@@ -147,7 +149,7 @@ def report(path: Path) -> str:
         total = part.groupby("mode")[cols].mean()
         total.insert(0, "runs", part.groupby("mode").size())
         total.index = pd.MultiIndex.from_tuples([("all", m) for m in total.index])
-        lines.append(pd.concat([table, total]).round(3).to_markdown())
+        lines.append(markdown_table(pd.concat([table, total]).round(3)))
     return "\n".join(lines)
 
 

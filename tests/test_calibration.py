@@ -7,7 +7,14 @@ import pytest
 from scipy.stats import false_discovery_control
 
 from nrad import NRDE
-from nrad.calibration import TailModel, benjamini_hochberg, bh_cutoff, conformal_p_values, top_fraction
+from nrad.calibration import (
+    TailModel,
+    benjamini_hochberg,
+    bh_cutoff,
+    conformal_p_values,
+    self_calibrated_flags,
+    top_fraction,
+)
 from nrad.errors import NradError
 
 
@@ -91,3 +98,20 @@ def test_bh_controls_fdr_and_normal_p_values_are_uniform() -> None:
     for t in (0.1, 0.25, 0.5):
         # P(p <= t) ~ t for exchangeable rows (1,000 calibration rows: p is nearly continuous).
         assert abs(np.mean(p_normal <= t) - t) < 0.05, t
+
+
+def test_self_calibrated_flags_find_more_anomalies_and_leave_a_clean_table_alone() -> None:
+    rng = np.random.default_rng(4)
+    normal = rng.gamma(4.0, 1.0, size=3000)  # the largest of 3,000 is near 15
+    # 20 anomalies among the rows that calibrate themselves, not far beyond the normal ones.
+    planted = np.r_[normal, rng.uniform(16.0, 22.0, size=20)]
+    truth = np.r_[np.zeros(3000, bool), np.ones(20, bool)]
+    one_pass = benjamini_hochberg(TailModel.fit(planted).p_values(planted), 0.1)
+    p, flags = self_calibrated_flags(planted, 0.1)
+    assert flags.sum() > one_pass.sum() and (flags & one_pass).sum() == one_pass.sum()
+    assert (flags & truth).sum() >= 18 and (flags & ~truth).sum() <= 2
+    assert np.all(p[flags] <= 0.1)
+    # A clean table the first pass flags nothing in is left exactly as one pass leaves it.
+    clean_p, clean_flags = self_calibrated_flags(normal, 0.1)
+    assert not clean_flags.any()
+    np.testing.assert_array_equal(clean_p, TailModel.fit(normal).p_values(normal))

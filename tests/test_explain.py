@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -84,6 +86,10 @@ def test_the_column_that_makes_a_row_unusual_is_named_first(model: TableModel) -
     assert gains.loc[0, "age"] > 5 and gains.loc[1, "amount"] > 5  # positive, in nats of the score
     assert (gains.drop(columns="id") >= 0).all().all()
     assert "160" in reason[0] and "typical" in reason[0]
+    # Age is a whole number: what is typical for it is said in whole numbers, not "34.46 to 53.15".
+    said = re.search(r"typical: (\S+)(?: to (\S+))?; this row fits (\S+)\)", reason[0])
+    assert said is not None, reason[0]
+    assert all(v is None or re.fullmatch(r"-?\d+", v) for v in said.groups()), reason[0]
 
 
 def test_contributions_are_score_drops_and_an_ordinary_row_has_small_ones(model: TableModel) -> None:

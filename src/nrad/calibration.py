@@ -51,6 +51,8 @@ MAX_TAIL = 2000
 CENSOR_SHARE = 0.02
 #: Fewer calibration scores than this: conformal p-values only.
 MIN_CALIBRATION = 10
+#: Self-calibrated flagging refits the tail without the flagged rows at most this many times.
+MAX_RECALIBRATIONS = 10
 #: The tail shapes averaged over (flat prior): exponential (0) to heavy (0.5).
 SHAPES = np.linspace(0.0, 0.5, 11)
 
@@ -97,6 +99,34 @@ class TailModel:
         parts = zip(self.shapes, self.scales, self.weights, strict=True)
         survival = sum(w * gpd_survival(excess, xi, sigma) for xi, sigma, w in parts)
         return np.where(s > self.threshold, self.n_tail / (n + 1.0) * survival, body)
+
+
+def self_calibrated_flags(scores: np.ndarray, fdr: float) -> tuple[np.ndarray, np.ndarray]:
+    """p-values and BH flags of rows that are their own calibration set, calibrated on the rows not flagged.
+
+    When a table is scored by a model fitted on itself, its own (cross-fitted)
+    scores calibrate its p-values, and its anomalies are among them: counted as
+    tail mass of normal rows, 20 anomalies in 3,000 rows made the fitted tail
+    heavier (mean shape 0.30 instead of 0.09) and every p-value several times
+    too large.  As in SPOT (Siffer et al., KDD 2017), where a value that
+    raises an alarm does not update the tail, the flagged rows leave the
+    calibration and the flags are recomputed until they no longer change (at
+    most ``MAX_RECALIBRATIONS`` times).  A table with no anomalies is
+    unaffected unless the first pass flags something, so the chance of
+    flagging anything in it, its false discovery rate, is that of one pass.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    p = TailModel.fit(scores).p_values(scores)
+    flags = benjamini_hochberg(p, fdr)
+    for _ in range(MAX_RECALIBRATIONS):
+        if not flags.any() or flags.all():
+            break
+        p = TailModel.fit(scores[~flags]).p_values(scores)
+        again = benjamini_hochberg(p, fdr)
+        if np.array_equal(again, flags):
+            break
+        flags = again
+    return p, flags
 
 
 def gpd_survival(x: np.ndarray, shape: float, scale: float) -> np.ndarray:

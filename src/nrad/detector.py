@@ -109,7 +109,7 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         NRDE's mean benchmark AUROC by up to 0.005 (0.000 in transductive),
         but fits tables of 800-4,600 rows 3-5x slower and sharpens the fit
         on discrete columns, which makes explanations of extreme rows
-        erratic; not the default (docs/method.md section 10).
+        erratic; not the default (research/notes.md section 10).
     contamination : float, default=0.1
         Expected share of outliers in the training rows; sets ``offset_``.
     calibration_fraction : float, default=0.0
@@ -122,7 +122,7 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         are exponential instead of Gaussian (training is unchanged): a
         cautious extrapolation where the flow saw few rows (see
         :func:`nrad.flow.base_logpdf`).  ``None``: Gaussian throughout.
-        The table model (:func:`nrad.table.fit_table`) uses 3.
+        The table model (:func:`nrad.table.fit_table`) uses 4.
     random_state : int, RandomState instance or None, default=None
         Seeds weight init, permutations, batching and column sampling.
     verbose : bool, default=False
@@ -583,5 +583,6 @@ def _epochs(n: int, verbose: bool) -> Any:
         return range(n)
     from tqdm.auto import trange
 
-    # delay: the bar appears only for fits longer than a couple of seconds.
-    return trange(n, desc="NRDE fit", unit="epoch", leave=False, delay=2.0)
+    # delay: the bar appears only for fits longer than a couple of seconds;
+    # disable=None: only on a terminal (a log file gets no carriage-return soup).
+    return trange(n, desc="NRDE fit", unit="epoch", leave=False, delay=2.0, disable=None)

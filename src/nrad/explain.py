@@ -262,9 +262,13 @@ def _numeric_reason(model: TableModel, prep: Prepared, i: int, j: int, raw: Any,
     )
     if np.isnan(prep.y[i, j]):
         return f"{name} missing"
-    show = _clock if name.endswith(".hour") else _number
+    step = float(scaler.discrete[j])
+    if step > 0:  # a count or price: typical values on its lattice ("1", not "0.7782 to 1.436")
+        lo, hi, fit = (float(np.round(v / step) * step) for v in (lo, hi, fit))
+    show = _clock if name.endswith(".hour") else _short
     value = _clock(_hour(raw)) if name.endswith(".hour") else _number(raw)
-    return f"{name} {value} (typical{context}: {show(lo)} to {show(hi)}; this row fits {show(fit)})"
+    typical = show(lo) if show(lo) == show(hi) else f"{show(lo)} to {show(hi)}"
+    return f"{name} {value} (typical{context}: {typical}; this row fits {show(fit)})"
 
 
 def _categorical_reason(model: TableModel, prep: Prepared, i: int, f: int, best: int, raw: Any) -> str:
@@ -320,6 +324,14 @@ def _clock(hours: float) -> str:
         return "?"
     minutes = int(round(float(hours) * 60)) % (24 * 60)
     return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def _short(value: float) -> str:
+    """A derived value (a typical range, a repair) to the precision a reader needs: 34.5, 1.06, 2101."""
+    v = float(value)
+    if not np.isfinite(v):
+        return str(v)
+    return f"{v:.0f}" if 100 <= abs(v) < 1e7 else f"{v:.3g}"
 
 
 def _number(value: Any) -> str:

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nrad.calibration import TailModel, benjamini_hochberg, check_level, top_fraction
+from nrad.calibration import TailModel, benjamini_hochberg, check_level, self_calibrated_flags, top_fraction
 from nrad.categories import CategoryModel
 from nrad.detector import NRDE
 from nrad.errors import NradError
@@ -252,7 +252,12 @@ class TableModel:
         check_explain(explain)
         df = as_pandas(df)
         out, counts = self.score_rows(df, explain=explain == "all", what=what, in_sample=in_sample)
-        out.insert(out.columns.get_loc("p_value") + 1, "flagged", self.flags(out, fdr, contamination))
+        rule = flag_rule(fdr, contamination)
+        if in_sample and rule.kind == "fdr" and self.tail is not None:
+            out["p_value"], flagged = self.in_sample_flags(out["anomaly_score"].to_numpy(), rule.level)
+        else:
+            flagged = self.flags(out, fdr, contamination)
+        out.insert(out.columns.get_loc("p_value") + 1, "flagged", flagged)
         if explain == "flagged":
             rows = rows_to_explain(out)
             top, reason = self.describe(df, what=what, in_sample=in_sample, rows=rows)
@@ -267,6 +272,11 @@ class TableModel:
             return top_fraction(scored["anomaly_score"].to_numpy(), rule.level)
         self.require_p_values()
         return benjamini_hochberg(scored["p_value"].to_numpy(), rule.level)
+
+    def in_sample_flags(self, scores: np.ndarray, fdr: float) -> tuple[np.ndarray, np.ndarray]:
+        """p-values and BH flags of the training rows themselves: :func:`~nrad.calibration.self_calibrated_flags`."""
+        self.require_p_values()
+        return self_calibrated_flags(scores, fdr)
 
     def require_p_values(self) -> None:
         if self.tail is None:

@@ -246,7 +246,7 @@ def detect(
     if train is None:
         train_df = data_df
         notes = ["Fitted on the scored rows themselves: each row is scored by the half of the model that "
-                 "did not see it, and p-values assume most rows are normal."]  # fmt: skip
+                 "did not see it, and p-values are calibrated on the rows not flagged."]  # fmt: skip
     else:
         progress(f"reading {train}")
         train_df = read_table(train)
