@@ -12,9 +12,10 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet $(TORCH)
-	$(BIN)/pip install --quiet -e ".[test]" $(TORCH)
+# Exact versions from constraints.txt (pyproject.toml declares ranges); torch first.
+$(VENV)/.installed: pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -c constraints.txt $(TORCH)
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[test]" $(TORCH)
 	touch $@
 
 demo: $(VENV)/.installed

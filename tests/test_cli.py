@@ -79,3 +79,10 @@ def test_fetch_downloads_from_a_server(tmp_path: Path, local_server: str) -> Non
     missing = run("datasets", "fetch", "--to", str(to), "--base-url", local_server, "--names", "1_ALOI")
     assert missing.returncode == 2 and "could not download" in missing.stderr
     assert not (to / "1_ALOI.npz").exists()
+
+
+def test_a_failed_fetch_leaves_no_empty_folder(tmp_path: Path, local_server: str) -> None:
+    to = tmp_path / "new-folder"
+    res = run("datasets", "fetch", "--to", str(to), "--base-url", local_server, "--names", "1_ALOI")
+    assert res.returncode == 2 and "could not download" in res.stderr
+    assert not to.exists()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -105,7 +107,10 @@ def test_chunks_in_parallel_equal_chunks_one_at_a_time(n_pure: int | None, monke
 
 def test_dataframe_feature_names() -> None:
     df = pd.DataFrame(np.random.default_rng(0).normal(size=(100, 3)), columns=["a", "b", "c"])
-    det = NRDE(max_epochs=3, random_state=0).fit(df)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # no "X does not have valid feature names"
+        det = NRDE(max_epochs=3, random_state=0, calibration_fraction=0.2).fit(df)
+        det.anomaly_score(df)
     assert list(det.feature_names_in_) == ["a", "b", "c"]
     with pytest.raises(ValueError, match="feature names"):
         det.anomaly_score(df[["c", "b", "a"]])

@@ -1,17 +1,29 @@
-"""nrad: noise-robust anomaly detection for tables."""
+"""nrad: noise-robust anomaly detection for tables.
+
+``nrad.NRDE``: the detector for numeric arrays, a scikit-learn estimator
+(``decision_function`` negative for outliers, ``predict`` +1 / -1).
+``nrad.fit_table``: the model of a whole table (numbers, categories, dates,
+missing cells) that the command line uses, with p-values and explanations.
+``nrad.pyod.NRDE``: the detector with PyOD's conventions (higher = more
+anomalous, labels 0 / 1).
+"""
 
 from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["NRDE", "__version__"]
+__all__ = ["NRDE", "fit_table", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
-    # NRDE (and with it torch, ~1.5 s) is imported on first use, so that
-    # ``nrad --help`` and the light commands start at once.
+    # NRDE and fit_table (and with them torch, ~1.5 s) are imported on first
+    # use, so that ``nrad --help`` and the light commands start at once.
     if name == "NRDE":
         from nrad.detector import NRDE
 
         return NRDE
+    if name == "fit_table":
+        from nrad.table import fit_table
+
+        return fit_table
     raise AttributeError(f"module 'nrad' has no attribute {name!r}")

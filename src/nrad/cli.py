@@ -33,7 +33,7 @@ def _split_list(text: str) -> list[str]:
 
 @app.command()
 def demo(
-    out: Annotated[Path, typer.Option(help="CSV for the top rows.")] = Path("nrad-demo-top10.csv"),
+    out: Annotated[Path | None, typer.Option(help="Also write the top rows to this CSV.")] = None,
     seed: Annotated[int, typer.Option(help="random_state of the fit and of the split.")] = 0,
 ) -> None:
     """Fit NRDE on the bundled ADBench cardio sample and show its most anomalous rows."""
@@ -56,7 +56,8 @@ def demo(
     for row in result.top.itertuples(index=False):
         table.add_row(*(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row))
     console.print(table)
-    console.print(f"written to {out}")
+    if out is not None:
+        console.print(f"written to {out}")
 
 
 def _render(outcome: Any, top: int = 10) -> None:
@@ -72,9 +73,10 @@ def _render(outcome: Any, top: int = 10) -> None:
     console.print(f"{n_rows} rows scored, [bold]{n_flagged} flagged[/] ({outcome.rule})")
     if outcome.auroc is not None:
         console.print(f"AUROC against the label column: {outcome.auroc:.3f}")
-    repaired = {k: v for k, v in outcome.counts.items() if v}
-    if repaired:
-        console.print("repaired: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in repaired.items()))
+    # What the input held that the model reads specially (the report's data-quality section says how).
+    seen = {k: v for k, v in outcome.counts.items() if v}
+    if seen:
+        console.print("in the input: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in seen.items()))
     shown = scored.sort_values("anomaly_score", ascending=False, kind="stable").head(top)
     if outcome.row_numbers:
         shown = with_row_numbers(shown)

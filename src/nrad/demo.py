@@ -32,8 +32,8 @@ def sample_path() -> Path:
     return Path(str(resources.files("nrad") / "data" / "cardio.npz"))
 
 
-def run_demo(out: str | Path, seed: int = 0) -> DemoResult:
-    """Fit on half the normal rows, score the rest, write the top 10 rows to ``out``."""
+def run_demo(out: str | Path | None = None, seed: int = 0) -> DemoResult:
+    """Fit on half the normal rows, score the rest; write the top 10 rows to ``out`` if given."""
     split = make_split(load_dataset(sample_path()), "vanilla", seed)
     start = time.perf_counter()
     det = NRDE(random_state=seed).fit(split.X_train)
@@ -44,8 +44,9 @@ def run_demo(out: str | Path, seed: int = 0) -> DemoResult:
     table.insert(1, "anomaly_score", scores)
     table.insert(2, "label", split.y_test)
     top = table.sort_values("anomaly_score", ascending=False).head(10)
-    with atomic_path(out) as tmp:
-        top.to_csv(tmp, index=False)
+    if out is not None:  # nothing written unless asked: a demo leaves the user's folder as it was
+        with atomic_path(out) as tmp:
+            top.to_csv(tmp, index=False)
     return DemoResult(
         auroc=float(roc_auc_score(split.y_test, scores)),
         auprc=float(average_precision_score(split.y_test, scores)),

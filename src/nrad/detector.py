@@ -250,8 +250,11 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         Z = torch.as_tensor((X - self.mean_) / self.scale_, dtype=torch.float32)
         self.flow_ = self._train_with_retries(Z, rng).double().eval()
         self._split_sources(Z.double(), rng)
-        self.offset_ = float(np.percentile(self.score_samples(X), 100.0 * self.contamination))
-        self.calibration_scores_ = self.anomaly_score(X_calib) if len(X_calib) else np.zeros(0)
+        # X is validated already: scored without a second validation (which, for a DataFrame
+        # fitted with column names, would warn that this array has none).
+        density = self._log_density_standardized
+        self.offset_ = float(np.percentile(density(self._standardize_array(X)), 100.0 * self.contamination))
+        self.calibration_scores_ = -density(self._standardize_array(X_calib)) if len(X_calib) else np.zeros(0)
         return self
 
     def predict(self, X: Any) -> np.ndarray:
@@ -276,7 +279,9 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         In standardized units; with no noise sources it is the flow's full
         log density.
         """
-        Z = self._standardize(X)
+        return self._log_density_standardized(self._standardize(X))
+
+    def _log_density_standardized(self, Z: torch.Tensor) -> np.ndarray:
         noise = tuple(int(i) for i in self.noise_sources_)
         return _map_chunks(Z, lambda z: pure_log_density(self.flow_, z, noise, self.latent_tail))
 
@@ -342,7 +347,9 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
 
     def _standardize(self, X: Any) -> torch.Tensor:
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return self._standardize_array(validate_data(self, X, dtype=np.float64, reset=False))
+
+    def _standardize_array(self, X: np.ndarray) -> torch.Tensor:
         Z = np.clip((X - self.mean_) / self.scale_, -MAX_ABS_Z, MAX_ABS_Z)
         return torch.as_tensor(Z, dtype=torch.float64)
 

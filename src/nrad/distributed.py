@@ -29,6 +29,7 @@ import pandas as pd
 
 from nrad.calibration import bh_cutoff
 from nrad.errors import NradError
+from nrad.extras import require
 from nrad.model_file import model_from_bytes, model_to_bytes
 from nrad.stream import TOP_ROWS
 from nrad.table import TableModel, check_explain, flag_rule
@@ -148,6 +149,8 @@ def score_to_parquet(
     between processes (measured by ``benchmarks/scale.py``); ``processes=True``
     starts ``n_workers`` single-thread worker processes instead.
     """
+    require("dask.dataframe", "dask")
+    require("distributed", "dask")
     import dask
     import dask.dataframe as dd
     from distributed import Client, LocalCluster

@@ -87,6 +87,7 @@ def fetch_datasets(
     from nrad.io import atomic_path
 
     folder = Path(to)
+    created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for stem in names or list(ADBENCH_CLASSICAL):
@@ -99,6 +100,8 @@ def fetch_datasets(
                 tmp.write_bytes(resp.read())
                 load_dataset(tmp)
         except (urllib.error.URLError, OSError) as exc:
+            if created and not any(folder.iterdir()):
+                folder.rmdir()  # a failed first download leaves no empty folder behind
             raise NradError(
                 f"could not download {url}: {exc}. Check the network or pass --base-url."
             ) from exc

@@ -17,6 +17,7 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.pipeline import make_pipeline
 
 from nrad.errors import NradError
+from nrad.extras import require
 from nrad.preprocess import ProtocolScaler
 
 #: Epoch cap for PyOD's deep models (their defaults run 100 epochs of batch 32).
@@ -88,7 +89,7 @@ class DTENonParametric:
 def _pyod(cls_path: str, **kwargs: Any) -> Callable[[int, int], Any]:
     def build(seed: int, n_features: int) -> Any:
         module, cls = cls_path.rsplit(".", 1)
-        klass = getattr(__import__(module, fromlist=[cls]), cls)
+        klass = getattr(require(module, "bench"), cls)
         params = dict(kwargs)
         if "random_state" in klass.__init__.__code__.co_varnames:
             params["random_state"] = seed

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from nrad.bench.settings import SETTINGS
+from nrad.extras import require
 from nrad.io import atomic_path
 
 
@@ -167,7 +168,7 @@ def _save(fig: object, path: Path) -> None:
 
 
 def _rank_figure(runs: pd.DataFrame, settings: list[str], path: Path) -> Path:
-    import matplotlib
+    matplotlib = require("matplotlib", "bench")
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -185,7 +186,7 @@ def _rank_figure(runs: pd.DataFrame, settings: list[str], path: Path) -> Path:
 
 
 def _noise_figure(runs: pd.DataFrame, path: Path) -> Path | None:
-    import matplotlib
+    matplotlib = require("matplotlib", "bench")
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from nrad import __version__
+from nrad.extras import require
 from nrad.io import atomic_path
 from nrad.report.data import ReportData
 
@@ -28,7 +29,7 @@ def _fmt(value: Any) -> str:
 
 def figures(d: ReportData) -> dict[str, str]:
     """Each figure as an inline ``<svg>`` fragment ("" when it does not apply)."""
-    import matplotlib
+    matplotlib = require("matplotlib", "report")
 
     matplotlib.use("Agg")  # no display: render to files only
     import matplotlib.pyplot as plt
@@ -84,7 +85,7 @@ def figures(d: ReportData) -> dict[str, str]:
 
 
 def render_report(d: ReportData) -> str:
-    import jinja2
+    jinja2 = require("jinja2", "report")
 
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     env.filters["fmt"] = _fmt
