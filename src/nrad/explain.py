@@ -350,7 +350,18 @@ def column_handling(model: TableModel, c: int) -> str:
     if plan.kind == "numeric":
         j = model.schema.numeric_names.index(plan.name)
         parent = int(model.scaler.parent[j])
-        text = f"numeric (power transform, exponent {model.scaler.exponent[j]:.2g})"
+        exponent = float(model.scaler.exponent[j])
+        text = (
+            "numeric"
+            if exponent == 1
+            else (
+                "numeric, log scale"
+                if exponent == 0
+                else f"numeric, power transform (exponent {exponent:.2g})"
+            )
+        )
+        if model.scaler.discrete[j] > 0:
+            text += f", steps of {model.scaler.discrete[j]:.4g}"
         if parent >= 0:
             text += f", read given {model.schema.categorical_names[parent]}"
         return text

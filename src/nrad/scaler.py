@@ -65,6 +65,8 @@ CLIP_QUANTILE = 0.995
 CLIP_MARGIN = 1.25
 #: ... but never closer than this many sd.
 MIN_CLIP = 8.0
+#: The typical magnitude a column is divided by is at least this share of its largest |value|.
+MIN_RELATIVE_MAGNITUDE = 1e-12
 #: A non-negative column whose 99th percentile is this many times its median gets the shape transform.
 SKEW_RATIO = 4.0
 #: Lattices with fewer levels (0/1 flags) are not dequantized (see :func:`lattice_spacing`).
@@ -344,7 +346,10 @@ def _magnitude(x: np.ndarray) -> float:
     flatten every value below the median.
     """
     nonzero = np.abs(x[x != 0])
-    m = float(np.quantile(nonzero, 0.05)) if len(nonzero) else 0.0
+    if not len(nonzero):
+        return 1.0
+    # Never below 1e-12 of the largest value: 25088 / 3e-303 overflows to inf.
+    m = max(float(np.quantile(nonzero, 0.05)), float(nonzero.max()) * MIN_RELATIVE_MAGNITUDE)
     return m if np.isfinite(m) and m > 0 else 1.0
 
 
@@ -389,7 +394,9 @@ def _tail_weight(u: np.ndarray) -> float:
     """
     from scipy.optimize import minimize_scalar
 
-    if len(u) < 50 or np.ptp(u) == 0:
+    spread = float(np.var(u)) if len(u) else 0.0
+    # Degenerate spreads (1e300 with a tiny variance) would put log(0) or inf into the search.
+    if len(u) < 50 or not (np.isfinite(spread) and 1e-280 < spread < 1e280):
         return 1.0
     a = np.arcsinh(u)
     log_jacobian_u = -0.5 * np.log1p(u**2)

@@ -274,7 +274,7 @@ class TableModel:
         return benjamini_hochberg(scored["p_value"].to_numpy(), rule.level)
 
     def in_sample_flags(self, scores: np.ndarray, fdr: float) -> tuple[np.ndarray, np.ndarray]:
-        """p-values and BH flags of the training rows themselves: :func:`~nrad.calibration.self_calibrated_flags`."""
+        """p-values and BH flags of the training rows themselves : see ``self_calibrated_flags``."""
         self.require_p_values()
         return self_calibrated_flags(scores, fdr)
 
