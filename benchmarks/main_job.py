@@ -22,6 +22,7 @@ Usage::
 
     python benchmarks/main_job.py --families transactions,sensors,patients --seeds 0-4
     python benchmarks/main_job.py --timing --rows 5000
+    python benchmarks/main_job.py --summary results/main_job.csv > results/MAIN_JOB.md
 """
 
 from __future__ import annotations
@@ -68,13 +69,22 @@ def judge(scores: pd.DataFrame, truth: pd.DataFrame) -> dict[str, Any]:
     planted = np.zeros(len(scores), dtype=bool)
     planted[truth["row"].to_numpy()] = True
     first = scores["top_features"].fillna("").astype(str).str.split(":").str[0]
-    named = [first.iloc[r] in causes for r, causes in zip(truth["row"], truth["causes"], strict=True) if flagged[r]]
+    named = [
+        first.iloc[r] in causes for r, causes in zip(truth["row"], truth["causes"], strict=True) if flagged[r]
+    ]
+    # Per kind of anomaly: "found/planted" (e.g. "2/3"), and how many flagged ones were named right.
+    kinds = {
+        f"kind:{kind}": f"{int(flagged[part['row']].sum())}/{len(part)}"
+        for kind, part in truth.groupby("kind", sort=True)
+    }
     return {
         "flagged": int(flagged.sum()),
         "found": int((flagged & planted).sum()),
         "recall": float((flagged & planted).sum() / max(planted.sum(), 1)),
         "fdp": float((flagged & ~planted).sum() / max(flagged.sum(), 1)),
         "first_named": float(np.mean(named)) if named else float("nan"),
+        "named": int(np.sum(named)),
+        **kinds,
     }
 
 
@@ -86,12 +96,16 @@ def one_table(family: str, seed: int, rows: int, report: bool, keep: Path | None
     table.frame.to_csv(work / "T.csv", index=False)
     ident = IDS[family]
     extra = ["--report", "a.html"] if report else []
-    t_detect, m_detect = run(["detect", "T.csv", "--id-column", ident, "--fdr", "0.1", "--out", "a.csv", *extra], work)
+    t_detect, m_detect = run(
+        ["detect", "T.csv", "--id-column", ident, "--fdr", "0.1", "--out", "a.csv", *extra], work
+    )
     t_fit, m_fit = run(["fit", "clean.csv", "--id-column", ident, "--model", "m.nrad"], work)
     t_score, m_score = run(["score", "T.csv", "--model", "m.nrad", "--fdr", "0.1", "--out", "b.csv"], work)
     out = []
-    for way, name, secs, mem in (("detect", "a.csv", [t_detect], m_detect),
-                                 ("fit + score", "b.csv", [t_fit, t_score], max(m_fit, m_score))):  # fmt: skip
+    for way, name, secs, mem in (
+        ("detect", "a.csv", [t_detect], m_detect),
+        ("fit + score", "b.csv", [t_fit, t_score], max(m_fit, m_score)),
+    ):
         scores = pd.read_csv(work / name, keep_default_na=False)
         out.append({"family": family, "seed": seed, "way": way, **judge(scores, table.truth),
                     "seconds": round(sum(secs), 1), "peak_mib": round(mem)})  # fmt: skip
@@ -111,8 +125,18 @@ def timing(rows: int) -> pd.DataFrame:
     make("transactions", rows, 20, 7).frame.to_csv(work / "T.csv", index=False)
     make("transactions", rows, 0, 8).frame.to_csv(work / "clean.csv", index=False)
     commands = {
-        "detect (+ report)": ["detect", "T.csv", "--id-column", "txn_id", "--fdr", "0.1", "--out", "a.csv",
-                              "--report", "a.html"],  # fmt: skip
+        "detect (+ report)": [
+            "detect",
+            "T.csv",
+            "--id-column",
+            "txn_id",
+            "--fdr",
+            "0.1",
+            "--out",
+            "a.csv",
+            "--report",
+            "a.html",
+        ],  # fmt: skip
         "fit": ["fit", "clean.csv", "--id-column", "txn_id", "--model", "m.nrad"],
         "score": ["score", "T.csv", "--model", "m.nrad", "--fdr", "0.1", "--out", "b.csv"],
         "--help": ["--help"],
@@ -125,15 +149,66 @@ def timing(rows: int) -> pd.DataFrame:
         try:
             for name, args in commands.items():
                 seconds, mib = run(args, work)
-                rows_out.append({"machine": load, "command": name, "seconds": seconds, "peak_mib": round(mib)})
-                print(rows_out[-1], flush=True)
+                rows_out.append(
+                    {"machine": load, "command": name, "seconds": seconds, "peak_mib": round(mib)}
+                )
+                print(rows_out[-1], file=sys.stderr, flush=True)
         finally:
             if burner is not None:
                 burner.terminate()
     frame = pd.DataFrame(rows_out)
-    report = (work / "a.html").stat().st_size
-    print(f"report size: {report / 1024:.0f} KiB")
+    frame.attrs["report_kib"] = round((work / "a.html").stat().st_size / 1024)
     return frame
+
+
+def summary(path: Path) -> str:
+    """results/MAIN_JOB.md from the runs CSV: per family and way of working, then per kind of anomaly."""
+    from nrad.bench.summary import markdown_table
+
+    runs = pd.read_csv(path)
+    ways = runs.groupby(["family", "way"])
+    table = pd.DataFrame({
+        "tables": ways.size(),
+        "planted": ways["found"].size() * 20,
+        "recall": ways["recall"].mean().round(3),
+        "min recall": ways["recall"].min().round(2),
+        "FDP": ways["fdp"].mean().round(3),
+        "max FDP": ways["fdp"].max().round(2),
+        "first named right": (ways["named"].sum() / ways["found"].sum().clip(lower=1)).round(3),
+        "seconds": ways["seconds"].mean().round(1),
+        "peak MiB": ways["peak_mib"].max(),
+    })  # fmt: skip
+    kinds = []
+    for (family, way), part in ways:
+        for col in [c for c in part.columns if c.startswith("kind:")]:
+            counts = part[col].dropna().astype(str).str.split("/", expand=True).astype(int)
+            if len(counts):
+                kinds.append({"family": family, "way": way, "kind": col[5:],
+                              "flagged": f"{counts[0].sum()} of {counts[1].sum()}"})  # fmt: skip
+    seeds = ", ".join(map(str, sorted(runs["seed"].unique())))
+    return "\n".join(
+        [
+            "# The main job through the command line",
+            "",
+            f"Generated by `python benchmarks/main_job.py --summary {path}` from {len(runs) // 2} tables "
+            f"(seeds {seeds}), each 3,000 rows with 20 planted anomalies of known cause, and a clean table "
+            "of "
+            "the same kind. `detect`: `nrad detect T.csv --id-column ID --fdr 0.1 --out a.csv`; "
+            "`fit + score`: `nrad fit clean.csv --id-column ID --model m.nrad` then "
+            "`nrad score T.csv --model m.nrad --fdr 0.1 --out b.csv`. recall: share of the planted rows "
+            "flagged; FDP: share of the flags that are not planted; first named right: share of the flagged "
+            "planted rows whose `top_features` names one of the row's causes first. Seconds and peak memory "
+            "per table (both commands for fit + score), measured beside other benchmark processes: see "
+            "results/TIMING.md for the timing on a quiet machine.",
+            "",
+            markdown_table(table),
+            "",
+            "## Per kind of anomaly (flagged, summed over seeds)",
+            "",
+            markdown_table(pd.DataFrame(kinds)),
+            "",
+        ]
+    )
 
 
 def _seeds(text: str) -> list[int]:
@@ -149,13 +224,33 @@ def main() -> None:
     parser.add_argument("--seeds", default="0")
     parser.add_argument("--rows", type=int, default=3000)
     parser.add_argument("--report", action="store_true", help="detect also writes the HTML report")
-    parser.add_argument("--keep", type=Path, default=None, help="keep the tables and outputs under this folder")
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="keep the tables and outputs under this folder"
+    )
     parser.add_argument("--timing", action="store_true", help="time the commands on one table instead")
     parser.add_argument("--out", type=Path, default=None, help="append the rows to this CSV")
+    parser.add_argument(
+        "--summary", type=Path, default=None, help="only print the markdown summary of this CSV"
+    )
     args = parser.parse_args()
+    if args.summary is not None:
+        print(summary(args.summary))
+        return
     if args.timing:
+        from nrad.bench.summary import markdown_table
+
         frame = timing(args.rows)
-        print(frame.pivot(index="command", columns="machine", values="seconds").to_string())
+        wide = frame.pivot(index="command", columns="machine", values="seconds")
+        wide["slowdown"] = (wide["beside one busy process"] / wide["quiet"]).round(2)
+        wide["peak MiB"] = frame.groupby("command")["peak_mib"].max()
+        print(f"\n# Timing of the main job ({args.rows:,} x 10 transactions table)\n")
+        print(
+            f"Generated by `python benchmarks/main_job.py --timing --rows {args.rows}`: each command once, "
+            "seconds of wall time (/usr/bin/time), on a quiet 2-core machine and beside one CPU-bound "
+            "process. `detect (+ report)` fits, scores, explains and writes the HTML report.\n"
+        )
+        print(markdown_table(wide.loc[["detect (+ report)", "fit", "score", "--help"]]))
+        print(f"\nThe report (self-contained HTML, figures as inline SVG): {frame.attrs['report_kib']} KiB.")
     else:
         rows = []
         for family in args.families.split(","):
@@ -164,9 +259,14 @@ def main() -> None:
                     rows.append(row)
                     print(row, flush=True)
         frame = pd.DataFrame(rows)
-        summary = frame.groupby(["family", "way"])[["recall", "fdp", "first_named", "seconds"]].mean()
-        print(summary.round(3).to_string())
-        print(frame.groupby("way")[["recall", "fdp", "first_named", "seconds", "peak_mib"]].mean().round(3).to_string())
+        per_family = frame.groupby(["family", "way"])[["recall", "fdp", "first_named", "seconds"]].mean()
+        print(per_family.round(3).to_string())
+        print(
+            frame.groupby("way")[["recall", "fdp", "first_named", "seconds", "peak_mib"]]
+            .mean()
+            .round(3)
+            .to_string()
+        )
     if args.out is not None:
         frame.to_csv(args.out, mode="a", header=not args.out.exists(), index=False)
 

@@ -1,4 +1,4 @@
-"""NRDE with other constructor parameters, and the variant chosen by held-out likelihood (accuracy study probe).
+"""NRDE with other constructor parameters, and the variant chosen by held-out likelihood (accuracy probe).
 
 Exploratory.  Fits NRDE once per variant (``name=value,...`` groups of
 constructor parameters; ``default`` is NRDE's defaults) per (dataset,
