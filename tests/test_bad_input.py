@@ -76,7 +76,7 @@ def _set(col: str, rows: list[int], values: list[object]) -> Callable[[pd.DataFr
 CASES: list[tuple[str, Callable[[Path], Path], str | None]] = [
     ("empty file", _csv(""), "is empty"),
     ("header only", _csv("a,b\n"), "no rows"),
-    ("one row", _csv("a,b\n1,2\n"), "needs at least 20 rows"),
+    ("one row", _csv("a,b\n1,2\n"), "needs at least 13 rows"),
     ("one column", _frame(_normal(60, 1)), None),
     ("all-NaN column", _frame(_with(_normal(), nan=lambda df: df.insert(0, "empty", np.nan))), None),
     ("NaN and +-inf", _frame(_with(_normal(), x=_set("c0", [1, 2, 3], [np.nan, np.inf, -np.inf]))), None),
@@ -86,7 +86,7 @@ CASES: list[tuple[str, Callable[[Path], Path], str | None]] = [
     ("duplicate rows", _frame(lambda rng: pd.DataFrame(np.tile(rng.normal(size=(5, 3)), (12, 1)))), None),
     ("1e300 and tiny variance", _frame(_with(_normal(), x=_set("c0", [0], [1e300]),
                                              t=lambda df: df.insert(0, "tiny", 1 + 1e-300 * np.arange(60)))), None),
-    ("fewer rows than its width needs", _frame(_normal(60, 40)), "needs at least 180 rows"),
+    ("fewer rows than its width needs", _frame(_normal(60, 40)), "needs at least 113 rows"),
     ("60 rows x 10,000 columns", _frame(_normal(60, 10_000)), "needs at least 40020 rows"),
     ("an id column, not named", _frame(_with(_normal(), i=lambda df: df.insert(0, "key", [f"k{i}" for i in range(60)]))),
      None),
@@ -179,3 +179,16 @@ def test_levels_out_of_range(flag: str, value: str, tmp_path: Path, capsys: pyte
     path = _frame(_normal())(tmp_path)
     code, err = _run_cli(["detect", str(path), flag, value, "--max-epochs", "1"], capsys)
     assert code == 2 and "between 0 and 1" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("n_numeric", [0, 2, 40, 420, 451, 10_000])
+def test_rows_needed_is_the_fewest_rows_whose_flows_all_get_enough(n_numeric: int) -> None:
+    from nrad.table import MIN_ROWS, ROWS_PER_FEATURE, cross_fit_folds, rows_needed
+
+    def enough(n: int) -> bool:  # each flow is fitted on all rows but one fold: (k - 1) / k of them
+        k = cross_fit_folds(n)
+        return n * (k - 1) >= (MIN_ROWS + ROWS_PER_FEATURE * n_numeric) * k
+
+    need = rows_needed(n_numeric)
+    assert enough(need)
+    assert not any(enough(n) for n in range(1, need))  # and no smaller table would do

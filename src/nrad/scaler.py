@@ -331,7 +331,8 @@ def lattice_spacing(x: np.ndarray) -> float:
         return 0.0
     gaps = np.diff(seen)
     h = float(gaps.min())
-    if not h > 0:
+    # A step below 1e-12 of the values' size is not a lattice (and gaps / h would overflow).
+    if not h > MIN_RELATIVE_MAGNITUDE * float(np.abs(seen).max()):
         return 0.0
     ratio = gaps / h
     return h if np.all(np.abs(ratio - np.round(ratio)) <= 1e-6 * np.maximum(ratio, 1.0)) else 0.0

@@ -245,7 +245,7 @@ def detect(
     drop = [label_column] if label_column else []
     if train is None:
         train_df = data_df
-        notes = ["Fitted on the scored rows themselves: each row is scored by the half of the model that "
+        notes = ["Fitted on the scored rows themselves: each row is scored by the flow that "
                  "did not see it, and p-values are calibrated on the rows not flagged."]  # fmt: skip
     else:
         progress(f"reading {train}")

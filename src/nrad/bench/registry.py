@@ -148,7 +148,7 @@ register(
     "default",
     lambda seed, d: DefaultDetector(random_state=seed),
     score="anomaly_score",
-    note="what nrad detect runs: the table model (category and numeric scaling, two cross-fitted NRDE flows)",
+    note="what nrad detect runs: the table model (category and numeric scaling, cross-fitted NRDE flows)",
 )
 register(
     "vanilla-flow",
