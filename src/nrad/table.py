@@ -20,8 +20,8 @@ returns one row per input row, in input order, with ``anomaly_score``,
 No row judges itself.  Several flows are fitted (cross-fitting: 2 for
 2,000 rows or more, each on half of the training rows; 3 or 5 for smaller
 tables, where a flow needs a larger share); each training row is scored by
-the flow that did not see it, with its own counts left out of the category model (exact: they are
-counts).  A flow fitted on a row learns it: three planted rows among 3,000
+the flow that did not see it, with its own counts left out of the category
+model (exact: they are counts).  A flow fitted on a row learns it: three planted rows among 3,000
 lost 15-25 nats of their score to the flow that saw them.  These scores
 calibrate the p-values (every training row, not a held-out fifth), and they
 are the scores of a table scored by a model fitted on itself (``nrad detect``
@@ -259,7 +259,7 @@ class TableModel:
         df = as_pandas(df)
         out, counts = self.score_rows(df, explain=explain == "all", what=what, in_sample=in_sample)
         rule = flag_rule(fdr, contamination)
-        if in_sample and rule.kind == "fdr" and self.tail is not None:
+        if in_sample and rule.kind == "fdr":
             out["p_value"], flagged = self.in_sample_flags(out["anomaly_score"].to_numpy(), rule.level)
         else:
             flagged = self.flags(out, fdr, contamination)
@@ -280,7 +280,7 @@ class TableModel:
         return benjamini_hochberg(scored["p_value"].to_numpy(), rule.level)
 
     def in_sample_flags(self, scores: np.ndarray, fdr: float) -> tuple[np.ndarray, np.ndarray]:
-        """p-values and BH flags of the training rows themselves : see ``self_calibrated_flags``."""
+        """p-values and BH flags of the training rows themselves; see ``self_calibrated_flags``."""
         self.require_p_values()
         return self_calibrated_flags(scores, fdr)
 
