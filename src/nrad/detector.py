@@ -465,8 +465,7 @@ def _one_torch_thread() -> Any:
     The flow's layers are narrow (64 units): splitting each small op over two
     threads cost more than it gained (5,000 x 5 rows, two flows: 7.8 s with 2
     threads, 6.1 s with 1), and beside another busy process the second
-    thread waits for a core it does not get.  One thread also makes a fit
-    the same on machines with different core counts.
+    thread waits for a core it does not get.
     """
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
