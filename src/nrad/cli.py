@@ -161,8 +161,9 @@ def detect(
     """Fit and score DATA: anomaly_score, p_value, flagged, top_features and reason per row."""
     from nrad.workflow import detect as run
 
-    outcome = run(data, train, out, report, fdr, contamination, save_model, id_column, ignore or [],
-                  label_column, random_state=seed, verbose=True, max_epochs=max_epochs,
+    outcome = run(data, train=train, out=out, report=report, fdr=fdr, contamination=contamination,
+                  save_model_to=save_model, id_column=id_column, ignore=ignore or [],
+                  label_column=label_column, random_state=seed, verbose=True, max_epochs=max_epochs,
                   explain="none" if no_explain else explain, progress=_progress())  # fmt: skip
     _render(outcome)
 
@@ -242,9 +243,10 @@ def score(
     """
     from nrad.workflow import score_model_file
 
-    outcome = score_model_file(model, data, out, report, fdr, contamination, label_column,
-                               "none" if no_explain else explain, engine, scheduler, workers, processes,
-                               batch_rows, progress=_progress())  # fmt: skip
+    outcome = score_model_file(model, data, out=out, report=report, fdr=fdr, contamination=contamination,
+                               label_column=label_column, explain="none" if no_explain else explain,
+                               engine=engine, scheduler=scheduler, workers=workers, processes=processes,
+                               batch_rows=batch_rows, progress=_progress())  # fmt: skip
     _render(outcome)
 
 

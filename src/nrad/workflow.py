@@ -122,6 +122,7 @@ def notes_for(model: TableModel) -> list[str]:
 def score_data(
     model: TableModel,
     data: str | Path | pd.DataFrame,
+    *,
     out: str | Path | None = None,
     report: str | Path | None = None,
     fdr: float | None = None,
@@ -183,6 +184,7 @@ def score_data(
 def score_model_file(
     model_path: str | Path,
     data: str | Path,
+    *,
     out: str | Path | None = None,
     report: str | Path | None = None,
     fdr: float | None = None,
@@ -208,12 +210,14 @@ def score_model_file(
         from nrad.distributed import score_to_parquet
 
         return score_to_parquet(model, data, out, fdr, contamination, explain, scheduler, workers, processes)
-    return score_data(model, data, out, report, fdr, contamination, label_column, explain,
+    return score_data(model, data, out=out, report=report, fdr=fdr, contamination=contamination,
+                      label_column=label_column, explain=explain,
                       batch_rows=batch_rows, progress=progress)  # fmt: skip
 
 
 def detect(
     data: str | Path,
+    *,
     train: str | Path | None = None,
     out: str | Path | None = None,
     report: str | Path | None = None,
@@ -254,7 +258,8 @@ def detect(
     model = fit_table(train_df.drop(columns=[c for c in drop if c in train_df.columns]), id_column, ignore,
                       random_state=random_state, verbose=verbose, what=str(train or data), progress=progress,
                       max_epochs=max_epochs)  # fmt: skip
-    outcome = score_data(model, data_df, out, report, fdr, contamination, label_column, explain,
+    outcome = score_data(model, data_df, out=out, report=report, fdr=fdr, contamination=contamination,
+                         label_column=label_column, explain=explain,
                          in_sample=train is None, notes=notes, progress=progress)  # fmt: skip
     if save_model_to is not None:
         from nrad.model_file import save_model
