@@ -278,9 +278,10 @@ def scored_batches(
     comes, after every batch before it.
     """
     from collections import deque
-    from concurrent.futures import ThreadPoolExecutor
 
     import torch
+
+    from nrad.threads import torch_thread_pool
 
     def score(frame: pd.DataFrame, start: int) -> tuple[pd.DataFrame, dict[str, int], Any]:
         what = f"{data} (rows {start + 1}-{start + len(frame)})"
@@ -289,24 +290,20 @@ def scored_batches(
 
     threads = torch.get_num_threads()
     start = 0
-    if threads <= 1:
-        for frame in frames:
-            yield score(frame, start)
-            start += len(frame)
-        return
-    torch.set_num_threads(1)
-    try:
-        with ThreadPoolExecutor(threads, thread_name_prefix="nrad-score") as pool:
-            pending: deque[Any] = deque()
+    with torch_thread_pool("nrad-score") as pool:
+        if pool is None:
             for frame in frames:
-                pending.append(pool.submit(score, frame, start))
+                yield score(frame, start)
                 start += len(frame)
-                if len(pending) >= IN_FLIGHT_PER_THREAD * threads:
-                    yield pending.popleft().result()
-            while pending:
+            return
+        pending: deque[Any] = deque()
+        for frame in frames:
+            pending.append(pool.submit(score, frame, start))
+            start += len(frame)
+            if len(pending) >= IN_FLIGHT_PER_THREAD * threads:
                 yield pending.popleft().result()
-    finally:
-        torch.set_num_threads(threads)
+        while pending:
+            yield pending.popleft().result()
 
 
 def prefetch(batches: Iterator[pd.DataFrame], depth: int = 2) -> Iterator[pd.DataFrame]:
