@@ -191,14 +191,9 @@ def _warm() -> None:
     import nrad.table  # noqa: F401
 
 
-def _seeds(text: str) -> list[int]:
-    if "-" in text:
-        lo, hi = text.split("-")
-        return list(range(int(lo), int(hi) + 1))
-    return [int(s) for s in text.split(",")]
-
-
 def main() -> None:
+    from nrad.bench.runner import parse_seeds
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", default="0-9")
     parser.add_argument("--modes", default="fit,detect")
@@ -216,8 +211,9 @@ def main() -> None:
     if args.out.exists():
         old = pd.read_csv(args.out)
         done = set(zip(old["kind"], old["generator"], old["mode"], old["seed"], strict=True))
+    seeds = parse_seeds(args.seeds)
     tasks = [(k, g, m, s) for k, gens in (("clean", args.nulls), ("planted", args.planted))
-             for g in filter(None, gens.split(",")) for m in args.modes.split(",") for s in _seeds(args.seeds)
+             for g in filter(None, gens.split(",")) for m in args.modes.split(",") for s in seeds
              if (k, g, m, s) not in done]  # fmt: skip
     args.out.parent.mkdir(parents=True, exist_ok=True)
     new = not args.out.exists()

@@ -211,14 +211,9 @@ def summary(path: Path) -> str:
     )
 
 
-def _seeds(text: str) -> list[int]:
-    if "-" in text:
-        lo, hi = text.split("-")
-        return list(range(int(lo), int(hi) + 1))
-    return [int(s) for s in text.split(",")]
-
-
 def main() -> None:
+    from nrad.bench.runner import parse_seeds
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--families", default="issue-kinds,transactions,sensors,patients")
     parser.add_argument("--seeds", default="0")
@@ -254,7 +249,7 @@ def main() -> None:
     else:
         rows = []
         for family in args.families.split(","):
-            for seed in _seeds(args.seeds):
+            for seed in parse_seeds(args.seeds):
                 for row in one_table(family, seed, args.rows, args.report, args.keep):
                     rows.append(row)
                     print(row, flush=True)

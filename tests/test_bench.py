@@ -211,3 +211,12 @@ def test_report_can_show_only_some_seeds(tmp_path: Path) -> None:
     assert "| y " not in every.split("## vanilla")[1].split("##")[0]
     assert "| y " in seed0.split("## vanilla")[1].split("##")[0]
     assert "Seeds shown: 0. The CSV holds 2 more runs" in seed0
+
+
+def test_seeds_are_a_list_or_a_range() -> None:
+    from nrad.bench.runner import parse_seeds
+    from nrad.errors import NradError
+
+    assert parse_seeds("0,1,2") == [0, 1, 2] and parse_seeds("0-4") == [0, 1, 2, 3, 4] and parse_seeds("") == []
+    with pytest.raises(NradError, match="0-4"):
+        parse_seeds("a-b")

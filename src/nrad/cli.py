@@ -258,7 +258,7 @@ def bench(
     methods: Annotated[
         str, typer.Option(help="Comma-separated registry names.")
     ] = "nrde,vanilla-flow,iforest,knn",
-    seeds: Annotated[str, typer.Option(help="Comma-separated seeds.")] = "0",
+    seeds: Annotated[str, typer.Option(help="Seeds: 0,1,2 or a range 0-2.")] = "0",
     out: Annotated[Path, typer.Option(help="Runs CSV (appended; re-runs resume).")] = Path(
         "results/runs.csv"
     ),
@@ -273,7 +273,7 @@ def bench(
         raise typer.BadParameter("--data-dir is required", param_hint="--data-dir")
     from rich.console import Console
 
-    from nrad.bench.runner import run_grid
+    from nrad.bench.runner import parse_seeds, run_grid
 
     console = Console(stderr=True)
 
@@ -286,7 +286,7 @@ def bench(
         )
 
     n = run_grid(
-        data_dir, _split_list(settings), _split_list(methods), [int(s) for s in _split_list(seeds)], out,
+        data_dir, _split_list(settings), _split_list(methods), parse_seeds(seeds), out,
         jobs=jobs, time_limit=time_limit, on_result=show, datasets=_split_list(datasets) or None,
     )  # fmt: skip
     console.print(f"{n} runs done; results in {out}")
@@ -299,9 +299,10 @@ def bench_report(
     seeds: Annotated[str, typer.Option(help="Only these seeds, comma-separated (default: all).")] = "",
 ) -> None:
     """Summarize a runs CSV: per setting mean AUROC/AUPRC, ranks, failures, figures."""
+    from nrad.bench.runner import parse_seeds
     from nrad.bench.summary import write_report
 
-    only = [int(s) for s in _split_list(seeds)] or None
+    only = parse_seeds(seeds) or None
     for path in write_report(runs, out, seeds=only):
         typer.echo(f"wrote {path}")
 

@@ -26,6 +26,18 @@ from nrad.bench.registry import fit_and_score, get_method
 from nrad.bench.settings import SETTINGS, make_split
 from nrad.errors import NradError
 
+
+def parse_seeds(text: str) -> list[int]:
+    """Seeds from ``"0,1,2"`` or a range ``"0-4"`` (both ends included)."""
+    text = text.strip()
+    try:
+        if "-" in text.lstrip("-"):
+            lo, hi = text.split("-", 1)
+            return list(range(int(lo), int(hi) + 1))
+        return [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise NradError(f"seeds must look like 0,1,2 or 0-4, got {text!r}") from None
+
 FIELDS = (
     "dataset", "setting", "seed", "method", "n_train", "n_test", "d",
     "auroc", "auprc", "fit_s", "score_s", "status", "error",
