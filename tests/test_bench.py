@@ -217,6 +217,8 @@ def test_seeds_are_a_list_or_a_range() -> None:
     from nrad.bench.runner import parse_seeds
     from nrad.errors import NradError
 
-    assert parse_seeds("0,1,2") == [0, 1, 2] and parse_seeds("0-4") == [0, 1, 2, 3, 4] and parse_seeds("") == []
+    assert (
+        parse_seeds("0,1,2") == [0, 1, 2] and parse_seeds("0-4") == [0, 1, 2, 3, 4] and parse_seeds("") == []
+    )
     with pytest.raises(NradError, match="0-4"):
         parse_seeds("a-b")

@@ -38,6 +38,7 @@ def parse_seeds(text: str) -> list[int]:
     except ValueError:
         raise NradError(f"seeds must look like 0,1,2 or 0-4, got {text!r}") from None
 
+
 FIELDS = (
     "dataset", "setting", "seed", "method", "n_train", "n_test", "d",
     "auroc", "auprc", "fit_s", "score_s", "status", "error",
