@@ -1,4 +1,4 @@
-"""How explanations behave on a longer-trained fit (research/notes.md, section 4).
+"""How explanations behave on a longer-trained fit (research/notes.md, section 10).
 
 Exploratory.  Writes docs/usage.md's two example tables (400 transactions
 each, from ``tests/test_product.py::messy_csv``, seeds 1 and 2), fits

@@ -102,7 +102,7 @@ class MixtureNRDE(NRDE):
     def _loss(self, flow: MixtureFlow, batch: Tensor, gen: torch.Generator, penalize: bool) -> Tensor:
         d = batch.shape[1]
         s, logdet = flow(batch)
-        loss = self._mean_nll(-(flow.base.logpdf(s).sum(dim=1) + logdet))
+        loss = -(flow.base.logpdf(s).sum(dim=1) + logdet).mean()
         if penalize and self.penalty_weight > 0 and d > 1:
             rows = slice(0, self.penalty_rows)
             penalty = ima_penalty(flow, s[rows], logdet[rows], self.penalty_columns, gen)

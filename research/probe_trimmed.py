@@ -13,11 +13,15 @@ settings -- stop pulling density towards themselves.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from probe_common import probe_parser, protocol_splits
 from sklearn.metrics import roc_auc_score
 
-from nrad.detector import NRDE
+from nrad.detector import NRDE, PENALTY_EVERY
+from nrad.flow import standard_normal_logpdf
+from nrad.jacobian import ima_penalty
 
 
 def trimmed_mean(nll: torch.Tensor, z_cut: float) -> torch.Tensor:
@@ -27,12 +31,30 @@ def trimmed_mean(nll: torch.Tensor, z_cut: float) -> torch.Tensor:
 
 
 class TrimmedNRDE(NRDE):
-    """NRDE whose training and validation NLL ignore the least likely rows."""
+    """NRDE whose training and validation NLL ignore the least likely rows.
+
+    The product has no hook for this: the probe carries its own copy of
+    NRDE's loss (NLL plus the IMA penalty, per feature) with the mean
+    replaced by the trimmed mean.  It overrides private methods, so it
+    follows them when they change.
+    """
 
     z_cut = 3.5
 
-    def _mean_nll(self, nll: torch.Tensor) -> torch.Tensor:
-        return trimmed_mean(nll, self.z_cut)
+    def _loss(self, flow: Any, batch: torch.Tensor, gen: torch.Generator, penalize: bool) -> torch.Tensor:
+        d = batch.shape[1]
+        s, logdet = flow(batch)
+        loss = trimmed_mean(-(standard_normal_logpdf(s).sum(dim=1) + logdet), self.z_cut)
+        if penalize and self.penalty_weight > 0 and d > 1:
+            rows = slice(0, self.penalty_rows)
+            penalty = ima_penalty(flow, s[rows], logdet[rows], self.penalty_columns, gen)
+            loss = loss + PENALTY_EVERY * self.penalty_weight * penalty.mean()
+        return loss / d
+
+    def _validation_loss(self, flow: Any, Z_val: torch.Tensor) -> float:
+        flow.eval()
+        with torch.inference_mode():
+            return float(trimmed_mean(-flow.log_prob(Z_val), self.z_cut)) / Z_val.shape[1]
 
 
 def main() -> None:

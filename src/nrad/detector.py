@@ -436,7 +436,7 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         """Negative log-likelihood plus the weighted IMA penalty, both per feature."""
         d = batch.shape[1]
         s, logdet = flow(batch)
-        loss = self._mean_nll(-(standard_normal_logpdf(s).sum(dim=1) + logdet))
+        loss = -(standard_normal_logpdf(s).sum(dim=1) + logdet).mean()
         if penalize and self.penalty_weight > 0 and d > 1:
             rows = slice(0, self.penalty_rows)
             penalty = ima_penalty(flow, s[rows], logdet[rows], self.penalty_columns, gen)
@@ -448,11 +448,7 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         # generalizes; the penalty is a property of the fit, not of new rows.
         flow.eval()
         with torch.inference_mode():
-            return float(self._mean_nll(-flow.log_prob(Z_val))) / Z_val.shape[1]
-
-    def _mean_nll(self, nll: torch.Tensor) -> torch.Tensor:
-        """How per-row NLLs become one loss (training and early stopping): the plain mean."""
-        return nll.mean()
+            return float(-flow.log_prob(Z_val).mean()) / Z_val.shape[1]
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
