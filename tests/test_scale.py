@@ -138,6 +138,8 @@ def test_streamed_scores_equal_in_memory_scores(
         assert got["top_features"].tolist() == ref["top_features"].tolist()
         assert got["reason"].tolist() == ref["reason"].tolist()
     assert outcome.n_rows == 3000 and outcome.n_flagged == int(ref["flagged"].sum()) >= 150
+    # The summary's top rows carry the same flags as the rows written.
+    assert outcome.top["flagged"].tolist() == ref["flagged"].iloc[outcome.top.index].tolist()
 
 
 def test_streamed_contamination_flags_the_same_rows(
@@ -145,10 +147,11 @@ def test_streamed_contamination_flags_the_same_rows(
 ) -> None:
     data.to_parquet(tmp_path / "in.parquet")
     ref, _ = model.score(data, contamination=0.07, explain="none")
-    score_file(model, tmp_path / "in.parquet", tmp_path / "o.csv", contamination=0.07, explain="none",
-               batch_rows=100)  # fmt: skip
+    outcome = score_file(model, tmp_path / "in.parquet", tmp_path / "o.csv", contamination=0.07,
+                         explain="none", batch_rows=100)  # fmt: skip
     got = read(tmp_path / "o.csv")
     assert_same_rows(got, ref)
+    assert outcome.top["flagged"].tolist() == ref["flagged"].iloc[outcome.top.index].tolist()
     assert "top_features" not in got.columns and got["flagged"].sum() == np.ceil(0.07 * 3000)
 
 

@@ -151,6 +151,13 @@ def score_file(
     finally:
         shutil.rmtree(spill_dir, ignore_errors=True)
     top = top.sort_values("anomaly_score", ascending=False, kind="stable")
+    # The summary's top rows say whether they were flagged, as in memory: by BH's cutoff, or, for
+    # the top share, by rank (these are the highest scores, ties in row order, as the flagger's).
+    if rule.kind == "top":
+        flagged = np.arange(len(top)) < int(np.ceil(rule.level * n_rows))
+    else:
+        flagged = top["p_value"].to_numpy() <= cutoff
+    top.insert(top.columns.get_loc("p_value") + 1, "flagged", flagged)
     if explain == "flagged":
         words, reason = model.describe(_rows_at(data, top.index, batch_rows))
         top = top.assign(top_features=words, reason=reason)
