@@ -101,7 +101,9 @@ class TailModel:
         return np.where(s > self.threshold, self.n_tail / (n + 1.0) * survival, body)
 
 
-def self_calibrated_flags(scores: np.ndarray, fdr: float) -> tuple[np.ndarray, np.ndarray]:
+def self_calibrated_flags(
+    scores: np.ndarray, fdr: float, p_values: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """p-values and BH flags of rows that are their own calibration set, calibrated on the rows not flagged.
 
     When a table is scored by a model fitted on itself, its own (cross-fitted)
@@ -114,9 +116,11 @@ def self_calibrated_flags(scores: np.ndarray, fdr: float) -> tuple[np.ndarray, n
     most ``MAX_RECALIBRATIONS`` times).  A table with no anomalies is
     unaffected unless the first pass flags something, so the chance of
     flagging anything in it, its false discovery rate, is that of one pass.
+    ``p_values``: the first pass's, against all the scores, when the caller
+    has them already.
     """
     scores = np.asarray(scores, dtype=np.float64)
-    p = TailModel.fit(scores).p_values(scores)
+    p = TailModel.fit(scores).p_values(scores) if p_values is None else np.asarray(p_values, dtype=np.float64)
     flags = benjamini_hochberg(p, fdr)
     for _ in range(MAX_RECALIBRATIONS):
         if not flags.any() or flags.all():

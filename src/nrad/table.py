@@ -260,7 +260,11 @@ class TableModel:
         out, counts = self.score_rows(df, explain=explain == "all", what=what, in_sample=in_sample)
         rule = flag_rule(fdr, contamination)
         if in_sample and rule.kind == "fdr":
-            out["p_value"], flagged = self.in_sample_flags(out["anomaly_score"].to_numpy(), rule.level)
+            # The first pass's p-values are the ones score_rows read off the model's tail, which
+            # was fitted on exactly these (out-of-fold) scores.
+            out["p_value"], flagged = self.in_sample_flags(
+                out["anomaly_score"].to_numpy(), rule.level, out["p_value"].to_numpy()
+            )
         else:
             flagged = self.flags(out, fdr, contamination)
         out.insert(out.columns.get_loc("p_value") + 1, "flagged", flagged)
@@ -279,10 +283,12 @@ class TableModel:
         self.require_p_values()
         return benjamini_hochberg(scored["p_value"].to_numpy(), rule.level)
 
-    def in_sample_flags(self, scores: np.ndarray, fdr: float) -> tuple[np.ndarray, np.ndarray]:
+    def in_sample_flags(
+        self, scores: np.ndarray, fdr: float, p_values: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """p-values and BH flags of the training rows themselves; see ``self_calibrated_flags``."""
         self.require_p_values()
-        return self_calibrated_flags(scores, fdr)
+        return self_calibrated_flags(scores, fdr, p_values)
 
     def require_p_values(self) -> None:
         if self.tail is None:
