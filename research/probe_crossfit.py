@@ -8,7 +8,10 @@ prints the AUROC of:
 * ``mean-of-flows``: the same model, each row scored by the mean of all its
   flows (one of which saw it);
 * ``one-flow``: one NRDE flow fitted on all rows of the table model's
-  scaled numbers, scoring them in-sample (plus the soft-clip terms);
+  scaled numbers, scoring them in-sample (plus the soft-clip and tail terms);
+* ``no-tail-jacobian``: ``cross-fit`` without the tail weight's log-Jacobian
+  in the score (the score before it was added: ``cross-fit`` minus
+  ``NumericScaler.tail_terms`` of each row);
 * ``raw-nrde``: NRDE on the columns as the benchmark scales them (method ``nrde``);
 * ``no-lattice``: ``cross-fit`` with lattice dequantization switched off
   (the probe sets ``nrad.scaler.LATTICE_MIN_LEVELS``; not a product option).
@@ -45,6 +48,8 @@ def main() -> None:
             "mean-of-flows": model.score_rows(df)[0]["anomaly_score"],
         }
         prep = model.prepare(df)
+        tail = model.scaler.tail_terms(model.scaler.standardize(prep.y, prep.codes)).sum(axis=1)
+        scores["no-tail-jacobian"] = scores["cross-fit"] - tail
         z, clip = model.numeric_z(prep.y, prep.codes)
         z = model.fill_missing(z)
         one = NRDE(random_state=args.seed, latent_tail=LATENT_TAIL).fit(z)

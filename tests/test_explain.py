@@ -100,7 +100,7 @@ def test_contributions_are_score_drops_and_an_ordinary_row_has_small_ones(model:
     assert (gains.idxmax(axis=1) == "channel").mean() < 0.5
     scored, _ = model.score_rows(rows.head(5))
     prep = model.prepare(rows.head(5))
-    base, _ = model.score_prepared(prep)
+    base = model.score_prepared(prep)[0]
     np.testing.assert_allclose(scored["anomaly_score"], base)
     assert (gains.head(5).to_numpy() <= base[:, None] - base.min() + 50).all()
 

@@ -81,6 +81,24 @@ def test_heavy_symmetric_tails_are_pulled_in_and_gaussian_ones_are_left() -> Non
     assert scaler.tail_weight[0] < 0.6 and scaler.tail_weight[1] == 1.0
 
 
+def test_tail_terms_are_the_transforms_log_jacobian() -> None:
+    """-log T'(r) (up to the constant -log delta) of z = T(r): the score is a density of the residual."""
+    rng = np.random.default_rng(4)
+    data = np.column_stack([rng.standard_t(2, 5000), rng.normal(size=5000)])
+    scaler = NumericScaler.fit(data, np.zeros((5000, 0), dtype=np.int64), [], rng)
+    delta = scaler.tail_weight[0]
+    r = np.array([0.0, 0.5, 3.0, 40.0, 1e4])
+    z = np.column_stack([np.sinh(delta * np.arcsinh(r)), r])
+    h = 1e-6 * np.maximum(1.0, r)
+    slope = (np.sinh(delta * np.arcsinh(r + h)) - np.sinh(delta * np.arcsinh(r - h))) / (2 * h)
+    terms = scaler.tail_terms(z)
+    np.testing.assert_allclose(terms[:, 0], -np.log(slope) + np.log(delta), rtol=1e-5, atol=1e-6)
+    assert np.all(terms[:, 1] == 0)  # delta = 1: nothing added
+    # Far out, a heavy-tailed column still charges for distance: (1 - delta) log|r|, not a vanishing amount.
+    assert terms[-1, 0] > (1 - delta) * np.log(1e4) - 1
+    assert np.all(scaler.tail_terms(np.array([[np.nan, 1.0]])) == 0)
+
+
 def test_state_round_trips() -> None:
     rng = np.random.default_rng(5)
     amount, merchant, n_codes = _amounts(rng)

@@ -77,10 +77,9 @@ def repair(model: TableModel, prep: Prepared, folds: np.ndarray | None = None) -
 
 def _repair_chunk(model: TableModel, prep: Prepared, folds: np.ndarray | None) -> Repair:
     n, n_cols = len(prep.y), len(model.schema.columns)
-    base, z = model.score_prepared(prep, folds)
-    _, clip_terms = model.numeric_z(prep.y, prep.codes)
+    base, z, terms = model.score_prepared(prep, folds)
     flow = model.flow_score(z, folds)
-    numeric = flow + clip_terms.sum(axis=1)  # the score's numeric part
+    numeric = flow + terms.sum(axis=1)  # the score's numeric part
     best = np.full((n, n_cols), np.inf)
     kind = np.zeros((n, n_cols), dtype=np.int64)
     feature = np.zeros((n, n_cols), dtype=np.int64)
@@ -96,15 +95,15 @@ def _repair_chunk(model: TableModel, prep: Prepared, folds: np.ndarray | None) -
             candidates[pick[better]] if candidates.ndim == 1 else candidates[better, pick[better]]
         )
 
-    grid = model.scaler.grid
+    grid, grid_terms = model.scaler.grid, _grid_terms(model)
     sources = model.schema.numeric_sources
     for j in range(z.shape[1]):
         trial = np.repeat(z, grid.shape[1], axis=0)
         trial[:, j] = np.tile(grid[j], n)
         trial_folds = None if folds is None else np.repeat(folds, grid.shape[1])
-        totals = (base - flow - clip_terms[:, j])[:, None] + model.flow_score(trial, trial_folds).reshape(
-            n, -1
-        )
+        # The cell's terms go; the repaired value's own tail term comes in (no clip: it is typical).
+        totals = (base - flow - terms[:, j])[:, None] + grid_terms[j][None, :]
+        totals = totals + model.flow_score(trial, trial_folds).reshape(n, -1)
         offer(sources[j], totals, grid[j], NUMERIC, j)
     for f, column in enumerate(_categorical_columns(model)):
         candidates = _level_candidates(model, f)
@@ -112,9 +111,14 @@ def _repair_chunk(model: TableModel, prep: Prepared, folds: np.ndarray | None) -
         offer(column, totals, candidates.astype(np.float64), CATEGORICAL, f)
     gains = np.maximum(base[:, None] - best, 0.0)
     gains[~np.isfinite(gains)] = 0.0
-    _credit_pairs(model, z, folds, base - flow, clip_terms, gains, kind, feature, value)
+    _credit_pairs(model, z, folds, base - flow, terms, gains, kind, feature, value)
     kind[gains <= 0] = 0
     return Repair(gains, kind, feature, value)
+
+
+def _grid_terms(model: TableModel) -> np.ndarray:
+    """(p, GRID) tail terms of each feature's typical values (the candidates a repair offers)."""
+    return model.scaler.tail_terms(model.scaler.grid.T).T
 
 
 def _credit_pairs(
@@ -122,7 +126,7 @@ def _credit_pairs(
     z: np.ndarray,
     folds: np.ndarray | None,
     rest: np.ndarray,
-    clip_terms: np.ndarray,
+    terms: np.ndarray,
     gains: np.ndarray,
     kind: np.ndarray,
     feature: np.ndarray,
@@ -138,7 +142,7 @@ def _credit_pairs(
     relation (either repair suffices) about ``G / 2`` each, and a column
     that is wrong alone keeps its own gain while its partner gets about 0.
     ``rest``: each row's score without the flow part (categorical terms and
-    the soft-clip terms ``clip_terms`` of the unrepaired values).
+    the soft-clip and tail terms ``terms`` of the unrepaired values).
     """
     grid = model.scaler.grid
     n, g = len(z), grid.shape[1]
@@ -154,8 +158,10 @@ def _credit_pairs(
         trial[:, j] = np.tile(np.repeat(grid[j], g), n)
         trial[:, k] = np.tile(np.tile(grid[k], g), n)
         trial_folds = None if folds is None else np.repeat(folds, g * g)
-        # The repaired values lie inside the soft clip: their clip terms go.
-        totals = (rest - clip_terms[:, j] - clip_terms[:, k])[:, None]
+        # The repaired values lie inside the soft clip: their clip terms go, their tail terms come in.
+        grid_terms = _grid_terms(model)
+        repaired = np.repeat(grid_terms[j], g) + np.tile(grid_terms[k], g)
+        totals = (rest - terms[:, j] - terms[:, k])[:, None] + repaired[None, :]
         totals = totals + model.flow_score(trial, trial_folds).reshape(n, -1)
         pick = np.argmin(totals, axis=1)
         pair = np.maximum(base - totals[np.arange(n), pick], 0.0)
@@ -204,11 +210,11 @@ def _categorical_totals(
     if z.shape[1] and ((model.scaler.parent == f) | (model.scaler.fallback == f)).any():
         # The feature is a numeric column's context: the numbers are read anew against it.
         y = np.repeat(prep.y, c, axis=0)
-        new_z, clip_terms = model.numeric_z(y, codes)
-        new_z = np.where(np.isnan(new_z), np.repeat(z, c, axis=0), new_z)
-        totals += model.flow_score(new_z, None if folds is None else np.repeat(folds, c)) + clip_terms.sum(
-            axis=1
-        )
+        new_z, terms = model.numeric_z(y, codes)
+        missing = np.isnan(new_z)
+        new_z = np.where(missing, np.repeat(z, c, axis=0), new_z)
+        terms = terms + model.filled_terms(new_z, missing)
+        totals += model.flow_score(new_z, None if folds is None else np.repeat(folds, c)) + terms.sum(axis=1)
     else:
         totals += np.repeat(numeric, c)
     return totals.reshape(n, c)

@@ -5,7 +5,7 @@ whole row (docs/method.md, section "Tables")::
 
     score = - log p(categories)  - log p(numbers | categories)
           = - sum_j log p(c_j | c_parent(j))            (nrad.categories)
-            - log p_NRDE(z) + soft-clip terms           (nrad.scaler, nrad.detector)
+            - log p_NRDE(z) + soft-clip and tail terms  (nrad.scaler, nrad.detector)
 
 where ``z`` are the numeric features read against their category.  Missing
 numbers take the value that fits the row best among the feature's typical
@@ -133,18 +133,25 @@ class TableModel:
 
     def score_prepared(
         self, prep: Prepared, folds: np.ndarray | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """(anomaly score per row, the numeric z the flow saw, missing cells filled).
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(anomaly score per row, the numeric z the flow saw with missing cells filled, each
+        cell's added score: see :meth:`numeric_z`, and the tail terms of the filled cells).
 
         ``folds``: the rows are the training rows themselves, in order (see
         :meth:`training_folds`): each is read with its own counts left out of
         the category model and scored by the flow that did not see it.
         """
-        z, clip_terms = self.numeric_z(prep.y, prep.codes)
+        z, terms = self.numeric_z(prep.y, prep.codes)
+        missing = np.isnan(z)
         z = self.fill_missing(z, folds)
-        numeric = self.flow_score(z, folds) + clip_terms.sum(axis=1)
+        terms = terms + self.filled_terms(z, missing)
+        numeric = self.flow_score(z, folds) + terms.sum(axis=1)
         own = prep.codes if folds is not None else None
-        return -self.categories.log_terms(prep.codes, leave_out=own).sum(axis=1) + numeric, z
+        return -self.categories.log_terms(prep.codes, leave_out=own).sum(axis=1) + numeric, z, terms
+
+    def filled_terms(self, z: np.ndarray, missing: np.ndarray) -> np.ndarray:
+        """The tail terms of the values that filled the ``missing`` cells of ``z`` (0 elsewhere)."""
+        return np.where(missing, self.scaler.tail_terms(z), 0.0) if missing.any() else np.zeros(z.shape)
 
     def training_folds(self, n_rows: int) -> np.ndarray:
         """The cross-fitting folds of the table this model was just fitted on (for in-sample scoring)."""
@@ -156,9 +163,11 @@ class TableModel:
         return self.folds
 
     def numeric_z(self, y: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Compressed z (NaN where missing) and each cell's soft-clip term (0 where missing)."""
-        z, terms = self.scaler.soft_clip(self.scaler.standardize(y, codes))
-        return z, np.nan_to_num(terms)
+        """Compressed z (NaN where missing) and each cell's added score (0 where missing): the soft
+        clip's and the tail weight's log-Jacobians, so that the score is a density of the residuals."""
+        raw = self.scaler.standardize(y, codes)
+        z, terms = self.scaler.soft_clip(raw)
+        return z, np.nan_to_num(terms) + self.scaler.tail_terms(raw)
 
     def flow_score(self, z: np.ndarray, folds: np.ndarray | None = None) -> np.ndarray:
         """NRDE's anomaly score of complete numeric rows (0 without numeric features).
@@ -206,11 +215,13 @@ class TableModel:
         return z
 
     def _scores_with(self, z: np.ndarray, j: int, values: np.ndarray, folds: np.ndarray | None) -> np.ndarray:
-        """Flow scores of the rows of ``z`` with feature ``j`` set to ``values`` (k per row, row-major)."""
+        """Flow scores (plus the value's tail term) of the rows of ``z`` with feature ``j`` set to
+        ``values`` (k per row, row-major)."""
         width = len(values) // len(z)
         trial = np.repeat(z, width, axis=0)
         trial[:, j] = values
-        return self.flow_score(trial, None if folds is None else np.repeat(folds, width))
+        flow = self.flow_score(trial, None if folds is None else np.repeat(folds, width))
+        return flow + self.scaler.column_tail_terms(j, values)
 
     def p_values(self, scores: np.ndarray) -> np.ndarray:
         """p-values of scores against the calibration scores (NaN without calibration)."""
@@ -229,7 +240,7 @@ class TableModel:
         """
         df = as_pandas(df)
         prep = self.prepare(df, what)
-        scores, _ = self.score_prepared(prep, self.training_folds(len(df)) if in_sample else None)
+        scores = self.score_prepared(prep, self.training_folds(len(df)) if in_sample else None)[0]
         out = pd.DataFrame(index=df.index)
         if self.id_column is not None:
             out[self.id_column] = df[self.id_column]  # same index: keeps the column's dtype
