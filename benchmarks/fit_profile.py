@@ -16,7 +16,6 @@ seed 0, scaled as ``nrad bench`` scales it.  Run on a quiet machine.
 from __future__ import annotations
 
 import argparse
-import ast
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from nrde_params import parse_params
 
 import nrad.detector
 from nrad.bench.datasets import dataset_paths, load_dataset
@@ -70,12 +70,6 @@ def timed_phases(totals: dict[str, float], counts: dict[str, int]) -> Iterator[N
     finally:
         for owner, name, original in saved:
             setattr(owner, name, original)
-
-
-def parse_params(text: str | None) -> dict[str, Any]:
-    if not text:
-        return {}
-    return {k: ast.literal_eval(v) for k, v in (part.split("=", 1) for part in text.split(","))}
 
 
 def main() -> None:

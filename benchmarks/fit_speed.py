@@ -2,9 +2,9 @@
 
 Usage: python benchmarks/fit_speed.py --data-dir data/adbench
 
-``--variant "penalty_columns=32"`` adds NRDE with those parameters (the
-syntax of probe_params.py) after the default on each dataset, so the two
-fit times compare within one run; ``--datasets`` restricts the tables.
+``--variant "penalty_columns=32"`` adds NRDE with those parameters
+(``name=value`` pairs) after the default on each dataset, so the two fit
+times compare within one run; ``--datasets`` restricts the tables.
 
 Prints one line per (dataset, method).  Scoring speed is measured on the
 scored rows tiled to at least 100,000 rows.  "cardio-10k" is cardio resampled
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from probe_params import parse_variant
+from nrde_params import parse_params
 from pyod.models.iforest import IForest
 
 from nrad import NRDE
@@ -71,7 +71,7 @@ def main() -> None:
         label = f"{name} {X_train.shape[0]}x{X_train.shape[1]}"
         measure(f"{label} nrde", NRDE(random_state=0), "anomaly_score", X_train, X_test)
         if args.variant:
-            model = NRDE(random_state=0, **parse_variant(args.variant))
+            model = NRDE(random_state=0, **parse_params(args.variant))
             measure(f"{label} nrde[{args.variant}]", model, "anomaly_score", X_train, X_test)
         measure(f"{label} iforest", IForest(random_state=0), "decision_function", X_train, X_test)
 

@@ -11,7 +11,8 @@ as ``nrad bench`` scales them; both score the split's test rows (AUROC).
 
 Prints, per dataset, both fit times and AUROCs, then the sums and the
 ratio NRDE / MAF.  ``--busy`` fits NRDE a second time beside one CPU-bound
-process (a busy loop in another process) and prints its slowdown.  Needs
+process (a busy loop in another process) and prints its slowdown.
+``--params`` fits NRDE with other parameters (``name=value`` pairs).  Needs
 the ``bench`` extra (zuko); run on an otherwise quiet machine.
 """
 
@@ -27,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from nrde_params import parse_params
 from sklearn.metrics import roc_auc_score
 
 from nrad.bench.datasets import dataset_paths, load_dataset
@@ -92,9 +94,12 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--datasets", default=DATASETS)
     parser.add_argument("--busy", action="store_true", help="also fit NRDE beside a CPU-bound process")
+    parser.add_argument("--params", help="NRDE parameters, name=value[,name=value]")
     args = parser.parse_args()
+    params = parse_params(args.params)
     paths = dataset_paths(args.data_dir)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; vanilla split, seed {SEED}")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; vanilla split, seed {SEED}; "
+          f"NRDE {params or 'defaults'}")  # fmt: skip
     header = f"{'dataset':<10} {'rows x d':>10} {'NRDE s':>8} {'AUROC':>6} {'MAF s':>8} {'AUROC':>6}"
     print(header + ("  NRDE busy s  slowdown" if args.busy else ""), flush=True)
     totals = np.zeros(3)
@@ -102,7 +107,7 @@ def main() -> None:
         split = make_split(load_dataset(paths[name]), "vanilla", SEED)
         scaler = ProtocolScaler().fit(split.X_train)
         X_train, X_test = scaler.transform(split.X_train), scaler.transform(split.X_test)
-        nrde, nrde_s = timed(NRDE(random_state=SEED).fit, X_train)
+        nrde, nrde_s = timed(NRDE(random_state=SEED, **params).fit, X_train)
         maf, maf_s = timed(fit_maf, X_train, SEED)
         line = (
             f"{name:<10} {f'{len(X_train)}x{X_train.shape[1]}':>10} {nrde_s:8.1f} "
@@ -114,7 +119,7 @@ def main() -> None:
             spinner = multiprocessing.get_context("spawn").Process(target=_spin, daemon=True)
             spinner.start()
             try:
-                _, busy_s = timed(NRDE(random_state=SEED).fit, X_train)
+                _, busy_s = timed(NRDE(random_state=SEED, **params).fit, X_train)
             finally:
                 spinner.terminate()
                 spinner.join()

@@ -222,3 +222,21 @@ def test_seeds_are_a_list_or_a_range() -> None:
     )
     with pytest.raises(NradError, match="0-4"):
         parse_seeds("a-b")
+
+
+BENCHMARKS = sorted(p for p in (Path(__file__).parent.parent / "benchmarks").glob("*.py"))
+
+
+@pytest.mark.parametrize(
+    "script", [p for p in BENCHMARKS if p.name != "nrde_params.py"], ids=lambda p: p.name
+)
+def test_benchmark_scripts_start(script: Path) -> None:
+    """Every committed benchmark script imports and parses its arguments (a moved helper broke one once)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "usage:" in done.stdout
