@@ -92,6 +92,24 @@ def test_the_column_that_makes_a_row_unusual_is_named_first(model: TableModel) -
     assert all(v is None or re.fullmatch(r"-?\d+", v) for v in said.groups()), reason[0]
 
 
+def test_columns_named_after_the_first_are_read_with_it_repaired(model: TableModel) -> None:
+    """An impossible age is the row's one cause: other columns are named only with what they add once
+    the age is typical (the shop, read beside an age of 160, gave back 20 nats), except the column
+    related to it (balance moves with age), which keeps its share so that broken relations name both."""
+    rows = _table(3, 1)
+    rows.loc[0, "age"] = 160
+    rows.loc[1, "amount"] = rows.loc[1, "amount"] * 40
+    rows.loc[2, "balance"] = np.exp(6 + 0.05 * (85 - 45))
+    rows.loc[2, "age"] = 20
+    top, _ = model.describe(rows)
+    named = [dict((c, float(g)) for c, g in (part.split(":") for part in t.split("; "))) for t in top]
+    assert list(named[0])[0] == "age" and all(
+        g < 2 for c, g in named[0].items() if c not in ("age", "balance")
+    )
+    assert list(named[1])[0] == "amount" and all(g < 2 for c, g in named[1].items() if c != "amount")
+    assert {"age", "balance"} <= {c for c, g in named[2].items() if g > 5}  # a broken relation: both
+
+
 def test_contributions_are_score_drops_and_an_ordinary_row_has_small_ones(model: TableModel) -> None:
     rows = _table(200, 2)
     gains = model.explain(rows).drop(columns="id")

@@ -22,9 +22,13 @@ less likely), not sensitivities that reach 1e8 far from the data.
 Contributions do not add up to the score: two columns that are unusual
 together each get the whole of what repairing them gives back.
 
+``top_features`` names the column with the largest contribution first and
+the next ones as read with that column repaired (:func:`ranked`).
+
 The cost per explained row is one score per candidate value (16 per numeric
-column, one per level), so the command line explains the rows a user reads
-(flagged and top rows) unless asked for every row.
+column, one per level), twice (once more with the first column repaired),
+so the command line explains the rows a user reads (flagged and top rows)
+unless asked for every row.
 """
 
 from __future__ import annotations
@@ -116,6 +120,57 @@ def _repair_chunk(model: TableModel, prep: Prepared, folds: np.ndarray | None) -
     return Repair(gains, kind, feature, value)
 
 
+def ranked(
+    model: TableModel, prep: Prepared, result: Repair, folds: np.ndarray | None, k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` columns a row's explanation names, in order, and what each gives back; (n, k) each.
+
+    First the column whose repair gives back most.  The next ones are read
+    with that column repaired: far from the training rows a flow's density
+    is an extrapolation, and with an age of 153 in the row, setting the
+    hour of day to another value moved the score by 41 nats, which says
+    nothing about the hour.  Once the age is typical, what another column
+    gives back is what it adds of its own.  A column related to the first
+    (:attr:`nrad.scaler.NumericScaler.related`: the two move together in
+    training) keeps its own credit, so both columns of a broken relation
+    are named: repairing either one alone mends the row.
+    """
+    n = len(result.gains)
+    first = np.argmax(result.gains, axis=1)
+    columns, gains = first[:, None], result.gains[np.arange(n), first][:, None]
+    if k < 2 or result.gains.shape[1] < 2:
+        return columns, gains
+    after = repair(model, repaired(model, prep, result, first), folds).gains
+    rest = np.where(_related_columns(model)[first], result.gains, after)
+    rest[np.arange(n), first] = -np.inf
+    order = np.argsort(-rest, axis=1, kind="stable")[:, : k - 1]
+    return np.hstack([columns, order]), np.hstack([gains, np.take_along_axis(rest, order, axis=1)])
+
+
+def repaired(model: TableModel, prep: Prepared, result: Repair, columns: np.ndarray) -> Prepared:
+    """``prep`` with column ``columns[i]`` of each row ``i`` set to its repair (kept where there is none)."""
+    from nrad.table import Prepared
+
+    y, codes = prep.y.copy(), prep.codes.copy()
+    for i, column in enumerate(columns):
+        f, value = int(result.feature[i, column]), result.value[i, column]
+        if result.kind[i, column] == NUMERIC:
+            y[i, f] = model.scaler.to_shaped(f, np.array([value]), prep.codes[i])[0]
+        elif result.kind[i, column] == CATEGORICAL:
+            codes[i, f] = int(value)
+    return Prepared(y, codes, prep.counts, prep.missing, prep.own_codes)
+
+
+def _related_columns(model: TableModel) -> np.ndarray:
+    """(columns, columns) booleans: input columns holding a related numeric pair (and each column itself)."""
+    n_cols = len(model.schema.columns)
+    related = np.eye(n_cols, dtype=bool)
+    sources = model.schema.numeric_sources
+    for j, k in model.scaler.related:
+        related[sources[j], sources[k]] = related[sources[k], sources[j]] = True
+    return related
+
+
 def _grid_terms(model: TableModel) -> np.ndarray:
     """(p, GRID) tail terms of each feature's typical values (the candidates a repair offers)."""
     return model.scaler.tail_terms(model.scaler.grid.T).T
@@ -203,8 +258,8 @@ def _categorical_totals(
 ) -> np.ndarray:
     """Scores of each row with code feature ``f`` set to each candidate; shape (n, len(candidates))."""
     n, c = len(prep.y), len(candidates)
-    own = np.repeat(prep.codes, c, axis=0)
-    codes = own.copy()
+    codes = np.repeat(prep.codes, c, axis=0)
+    own = np.repeat(prep.own_codes, c, axis=0)
     codes[:, f] = np.tile(candidates, n)
     totals = -model.categories.log_terms(codes, leave_out=None if folds is None else own).sum(axis=1)
     if z.shape[1] and ((model.scaler.parent == f) | (model.scaler.fallback == f)).any():

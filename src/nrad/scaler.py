@@ -227,6 +227,10 @@ class NumericScaler:
 
     def to_original(self, j: int, z: np.ndarray, codes: np.ndarray) -> np.ndarray:
         """Values of feature ``j`` in the table's units for ``z``, in the context of a row's ``codes``."""
+        return self.unshape(j, self.to_shaped(j, z, codes))
+
+    def to_shaped(self, j: int, z: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        """``y`` (step 1's output) of feature ``j`` for ``z``, in the context of a row's ``codes``."""
         feature, code = self.context(j, codes)
         if feature < 0:
             loc, sc = (self.location[j][0], self.scale[j][0]) if self.parent[j] < 0 else (
@@ -236,7 +240,7 @@ class NumericScaler:
         else:
             loc, sc = self.fallback_location[j][code], self.fallback_scale[j][code]
         residual = np.sinh(np.arcsinh(np.asarray(z, dtype=np.float64)) / self.tail_weight[j])
-        return self.unshape(j, loc + sc * residual)
+        return loc + sc * residual
 
     # -- the model file ----------------------------------------------------
 

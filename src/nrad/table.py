@@ -87,9 +87,17 @@ class Prepared:
     counts: dict[str, int]
     #: (n, n_columns) missing cells per kept input column.
     missing: np.ndarray
+    #: The codes the rows had when they trained the model, if they were changed since (an
+    #: explanation's repair): what in-sample scoring leaves out of the counts.  None: ``codes``.
+    trained_codes: np.ndarray | None = None
+
+    @property
+    def own_codes(self) -> np.ndarray:
+        return self.codes if self.trained_codes is None else self.trained_codes
 
     def take(self, rows: np.ndarray) -> Prepared:
-        return Prepared(self.y[rows], self.codes[rows], self.counts, self.missing[rows])
+        trained = None if self.trained_codes is None else self.trained_codes[rows]
+        return Prepared(self.y[rows], self.codes[rows], self.counts, self.missing[rows], trained)
 
 
 @dataclass
@@ -146,7 +154,7 @@ class TableModel:
         z = self.fill_missing(z, folds)
         terms = terms + self.filled_terms(z, missing)
         numeric = self.flow_score(z, folds) + terms.sum(axis=1)
-        own = prep.codes if folds is not None else None
+        own = prep.own_codes if folds is not None else None
         return -self.categories.log_terms(prep.codes, leave_out=own).sum(axis=1) + numeric, z, terms
 
     def filled_terms(self, z: np.ndarray, missing: np.ndarray) -> np.ndarray:
@@ -341,7 +349,7 @@ class TableModel:
         ``rows``: only these positions of ``df`` (default all); ``in_sample``:
         ``df`` is the table the model was just fitted on.
         """
-        from nrad.explain import reasons, repair
+        from nrad.explain import ranked, reasons, repair
 
         df = as_pandas(df)
         folds = self.training_folds(len(df)) if in_sample else None
@@ -353,10 +361,10 @@ class TableModel:
             return [], []
         result = repair(self, prep, folds)
         names = np.asarray(self.schema.names)
-        order = np.argsort(-result.gains, axis=1, kind="stable")[:, :k]
+        order, gains = ranked(self, prep, result, folds, k)
         top = [
-            "; ".join(f"{names[j]}:{result.gains[i, j]:+.2f}" for j in row if result.gains[i, j] > 0.005)
-            for i, row in enumerate(order)
+            "; ".join(f"{names[j]}:{g:+.2f}" for j, g in zip(row, row_gains, strict=True) if g > 0.005)
+            for row, row_gains in zip(order, gains, strict=True)
         ]
         return top, reasons(self, df, prep, result, order[:, 0])
 
