@@ -240,3 +240,34 @@ def test_benchmark_scripts_start(script: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "usage:" in done.stdout
+
+
+class _Distance:
+    """A toy detector: distance from the training mean, times ``scale``."""
+
+    def __init__(self, scale: float) -> None:
+        self.scale = scale
+
+    def fit(self, X: np.ndarray, y: object = None) -> _Distance:
+        self.mean_ = X.mean(axis=0)
+        return self
+
+    def decision_function(self, X: np.ndarray) -> np.ndarray:
+        return self.scale * np.linalg.norm(X - self.mean_, axis=1)
+
+
+def test_fusion_puts_members_on_one_scale() -> None:
+    """Each member counts by its training rows' median and IQR, not by the units of its score."""
+    from nrad.bench.registry import REGISTRY, ScoreFusion, register
+
+    register("toy-1", lambda seed, d: _Distance(1.0))
+    register("toy-1000", lambda seed, d: _Distance(1000.0))
+    try:
+        rng = np.random.default_rng(0)
+        X, new = rng.normal(size=(400, 3)), rng.normal(size=(50, 3)) * 3
+        one = ScoreFusion(("toy-1",)).fit(X).decision_function(new)
+        both = ScoreFusion(("toy-1", "toy-1000")).fit(X).decision_function(new)
+        np.testing.assert_allclose(both, 2 * one, rtol=1e-9)
+        assert {"nrde+knn+iforest", "nrde+knn"} <= set(REGISTRY)
+    finally:
+        del REGISTRY["toy-1"], REGISTRY["toy-1000"]

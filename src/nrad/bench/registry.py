@@ -185,6 +185,51 @@ register(
 register("dte-np", lambda seed, d: DTENonParametric(), note="k = 5, as in the paper")
 
 
+class ScoreFusion:
+    """Several detectors' scores, each standardized by its training rows, summed.
+
+    Members differ in what they call unusual (NRDE: low density under one
+    global flow; k-NN: far from the nearest rows; IForest: isolated by few
+    random axis cuts), so their errors differ, which is what score fusion
+    exploits (Aggarwal & Sathe, *Outlier Ensembles*, 2017).  Each member's
+    score is put on a common scale without labels: minus the median, over
+    the interquartile range, of its scores of the training rows (the median
+    and IQR move little when a few of those rows are anomalies, as in the
+    contaminated and transductive settings).  The fused score is the sum.
+    """
+
+    def __init__(self, members: tuple[str, ...], random_state: int = 0) -> None:
+        self.members = members
+        self.random_state = random_state
+
+    def fit(self, X: np.ndarray, y: Any = None) -> ScoreFusion:
+        X = np.asarray(X, dtype=np.float64)
+        self.fitted_, self.center_, self.spread_ = [], [], []
+        for name in self.members:
+            method = get_method(name)
+            model = method.build(self.random_state, X.shape[1]).fit(X)
+            train = np.asarray(getattr(model, method.score)(X), dtype=np.float64)
+            low, median, high = np.percentile(train, [25, 50, 75])
+            self.fitted_.append((model, method.score))
+            self.center_.append(median)
+            # A member whose training scores do not spread (ties) counts on the scale of its sd.
+            self.spread_.append(high - low if high > low else max(float(train.std()), 1e-12))
+        return self
+
+    def decision_function(self, X: np.ndarray) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64)
+        parts = zip(self.fitted_, self.center_, self.spread_, strict=True)
+        return sum((np.asarray(getattr(m, s)(X), dtype=np.float64) - c) / w for (m, s), c, w in parts)
+
+
+for _members in (("nrde", "knn", "iforest"), ("nrde", "knn")):
+    register(
+        "+".join(_members),
+        lambda seed, d, members=_members: ScoreFusion(members, random_state=seed),
+        note="sum of the members' scores, each minus its training rows' median, over their IQR",
+    )
+
+
 def _deep(cls_name: str) -> Callable[[int, int], Any]:
     def build(seed: int, n_features: int) -> Any:
         from nrad.bench import deep
