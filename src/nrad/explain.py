@@ -205,6 +205,7 @@ def _credit_pairs(
     if len(model.scaler.related) == 0:
         return
     base = rest + model.flow_score(z, folds)
+    grid_terms = _grid_terms(model)
     for j, k in model.scaler.related:
         cj, ck = sources[j], sources[k]
         if cj == ck:
@@ -214,9 +215,8 @@ def _credit_pairs(
         trial[:, k] = np.tile(np.tile(grid[k], g), n)
         trial_folds = None if folds is None else np.repeat(folds, g * g)
         # The repaired values lie inside the soft clip: their clip terms go, their tail terms come in.
-        grid_terms = _grid_terms(model)
-        repaired = np.repeat(grid_terms[j], g) + np.tile(grid_terms[k], g)
-        totals = (rest - terms[:, j] - terms[:, k])[:, None] + repaired[None, :]
+        pair_terms = np.repeat(grid_terms[j], g) + np.tile(grid_terms[k], g)
+        totals = (rest - terms[:, j] - terms[:, k])[:, None] + pair_terms[None, :]
         totals = totals + model.flow_score(trial, trial_folds).reshape(n, -1)
         pick = np.argmin(totals, axis=1)
         pair = np.maximum(base - totals[np.arange(n), pick], 0.0)
