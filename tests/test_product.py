@@ -191,3 +191,16 @@ def test_report_renders_in_headless_chromium(workdir: Path) -> None:
             driver.save_screenshot(str(shot))
     finally:
         driver.quit()
+
+
+def test_nrde_alone_is_one_flag_away_and_each_says_its_units(workdir: Path) -> None:
+    runs = {}
+    for detector in ("fused", "nrde"):
+        res = nrad("detect", "data.csv", "--label-column", "label", "--max-epochs", "5", "--detector", detector,
+                   "--out", f"{detector}.csv", "--contamination", "0.01", cwd=workdir)  # fmt: skip
+        assert res.returncode == 0, res.stderr
+        runs[detector] = (res.stdout, pd.read_csv(workdir / f"{detector}.csv")["anomaly_score"].to_numpy())
+    assert "neighbour" in runs["fused"][0] and "nats" in runs["nrde"][0]
+    assert not np.allclose(runs["fused"][1], runs["nrde"][1])
+    res = nrad("detect", "data.csv", "--detector", "knn", cwd=workdir)
+    assert res.returncode != 0 and "detector must be one of fused, nrde" in res.stderr

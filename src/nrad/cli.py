@@ -82,7 +82,7 @@ def _render(outcome: Any, top: int = 10) -> None:
         shown = with_row_numbers(shown)
     # The reason says in words what top_features says in numbers; show the words.
     shown = shown.drop(columns=[c for c in ("top_features",) if "reason" in shown.columns])
-    table = Table(title=f"Top {top} rows by anomaly score (nats: 1 more = e times rarer)")
+    table = Table(title=f"Top {top} rows by anomaly score ({outcome.units})")
     for col in shown.columns:
         table.add_column(str(col), overflow="fold")
     for row in shown.itertuples(index=False):
@@ -123,6 +123,11 @@ ExplainOpt = Annotated[
                  "scores per row), or 'none'."),
 ]  # fmt: skip
 NoExplainOpt = Annotated[bool, typer.Option("--no-explain", help="Same as --explain none.")]
+DetectorOpt = Annotated[
+    str,
+    typer.Option(help="'fused' (default): the table's density plus neighbour and isolation scores; "
+                 "'nrde': the density alone (NRDE's flows with the category model)."),
+]  # fmt: skip
 
 
 def _progress() -> Any:
@@ -157,6 +162,7 @@ def detect(
     max_epochs: EpochsOpt = None,
     explain: ExplainOpt = "flagged",
     no_explain: NoExplainOpt = False,
+    detector: DetectorOpt = "fused",
 ) -> None:
     """Fit and score DATA: anomaly_score, p_value, flagged, top_features and reason per row."""
     from nrad.workflow import detect as run
@@ -164,7 +170,8 @@ def detect(
     outcome = run(data, train=train, out=out, report=report, fdr=fdr, contamination=contamination,
                   save_model_to=save_model, id_column=id_column, ignore=ignore or [],
                   label_column=label_column, random_state=seed, verbose=True, max_epochs=max_epochs,
-                  explain="none" if no_explain else explain, progress=_progress())  # fmt: skip
+                  explain="none" if no_explain else explain, progress=_progress(),
+                  detector=detector)  # fmt: skip
     _render(outcome)
 
 
@@ -184,12 +191,14 @@ def fit(
             "(one streaming pass; the file never has to fit in memory).",
         ),
     ] = 200_000,
+    detector: DetectorOpt = "fused",
 ) -> None:
     """Fit a model on TRAIN and save it."""
     from nrad.workflow import fit_model, notes_for
 
     fitted = fit_model(train, id_column, ignore or [], random_state=seed, verbose=True, max_epochs=max_epochs,
-                       sample_rows=sample_rows, model_path=model, progress=_progress())  # fmt: skip
+                       sample_rows=sample_rows, model_path=model, progress=_progress(),
+                       detector=detector)  # fmt: skip
     sample = fitted.info["sample"]
     drawn = (
         f" (a uniform sample of {sample['rows_in_file']}, seed {sample['seed']})" if sample["sampled"] else ""

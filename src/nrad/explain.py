@@ -81,7 +81,7 @@ def repair(model: TableModel, prep: Prepared, folds: np.ndarray | None = None) -
 
 def _repair_chunk(model: TableModel, prep: Prepared, folds: np.ndarray | None) -> Repair:
     n, n_cols = len(prep.y), len(model.schema.columns)
-    base, z, terms = model.score_prepared(prep, folds)
+    base, z, terms = model.density_prepared(prep, folds)
     flow = model.flow_score(z, folds)
     numeric = flow + terms.sum(axis=1)  # the score's numeric part
     best = np.full((n, n_cols), np.inf)

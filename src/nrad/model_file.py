@@ -6,6 +6,11 @@ names (including path-traversal names), declared sizes above the limits,
 members that decompress to more than they declare, another format version,
 tensors whose names, dtypes or shapes do not match the manifest.  Nothing is
 ever extracted to disk.
+
+A fused model (the default, :mod:`nrad.fusion`) holds the numbers of up to
+``MAX_REFERENCE_ROWS`` training rows per fold, standardized as the flows
+read them: the neighbour score needs them.  A model fitted with
+``detector="nrde"`` holds no training rows (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -28,13 +33,16 @@ from nrad.categories import CategoryModel
 from nrad.detector import NRDE
 from nrad.errors import NradError
 from nrad.flow import CouplingFlow
+from nrad.fusion import Fusion
 from nrad.io import atomic_path
 from nrad.preprocess import TableSchema
 from nrad.scaler import NumericScaler
 from nrad.table import TableModel
 
 FORMAT = "nrad-model"
-FORMAT_VERSION = 2
+#: Version 3 added the fused score's members (``fusion``); version 2 files (the density alone) still load.
+FORMAT_VERSION = 3
+READS_VERSIONS = (2, 3)
 MANIFEST, TENSORS = "manifest.json", "tensors.safetensors"
 MAX_MANIFEST_BYTES = 16 * 2**20
 MAX_TENSOR_BYTES = 2 * 2**30
@@ -81,6 +89,10 @@ def _write_zip(model: TableModel, fh: Any) -> None:
     scaler, scaler_arrays = model.scaler.to_state("scaler.")
     tensors.update(cat_arrays)
     tensors.update(scaler_arrays)
+    fusion = None
+    if model.fusion is not None:
+        fusion, fusion_arrays = model.fusion.to_state("fusion.")
+        tensors.update(fusion_arrays)
     tail = None
     if model.tail is not None:
         t = model.tail
@@ -95,6 +107,7 @@ def _write_zip(model: TableModel, fh: Any) -> None:
         "categories": categories,
         "scaler": scaler,
         "detectors": detectors,
+        "fusion": fusion,
         "tail": tail,
         "id_column": model.id_column,
         "ignore": model.ignore,
@@ -171,10 +184,10 @@ def _check_manifest(manifest: Any, tensors: dict[str, np.ndarray], path: Path) -
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise ModelFileError(f"{path}: not an nrad model manifest")
     version = manifest.get("format_version")
-    if version != FORMAT_VERSION:
+    if version not in READS_VERSIONS:
         raise ModelFileError(
-            f"{path}: model format version {version!r}, this nrad ({__version__}) reads version "
-            f"{FORMAT_VERSION}; refit the model or use the nrad version that wrote it "
+            f"{path}: model format version {version!r}, this nrad ({__version__}) reads versions "
+            f"{', '.join(map(str, READS_VERSIONS))}; refit the model or use the nrad version that wrote it "
             f"({manifest.get('nrad_version', 'unknown')})"
         )
     declared = manifest.get("tensors")
@@ -204,6 +217,9 @@ def _rebuild(manifest: dict[str, Any], tensors: dict[str, np.ndarray]) -> TableM
     detectors = [
         _rebuild_detector(spec, tensors, k, scaler.n_features) for k, spec in enumerate(manifest["detectors"])
     ]
+    fusion = None
+    if manifest.get("fusion") is not None:
+        fusion = Fusion.from_state(manifest["fusion"], tensors, "fusion.", len(detectors), scaler.n_features)
     tail = None
     if manifest["tail"] is not None:
         t = manifest["tail"]
@@ -215,7 +231,7 @@ def _rebuild(manifest: dict[str, Any], tensors: dict[str, np.ndarray]) -> TableM
             raise ValueError("the calibration tail's shapes, scales and weights do not match")
         tail = TailModel(arrays[0], float(t["threshold"]), int(t["n_tail"]), *arrays[1:])
     return TableModel(schema, categories, scaler, detectors, tail, manifest.get("id_column"),
-                      list(manifest.get("ignore", [])), manifest.get("info", {}))  # fmt: skip
+                      list(manifest.get("ignore", [])), manifest.get("info", {}), fusion)  # fmt: skip
 
 
 def _rebuild_detector(spec: dict[str, Any], tensors: dict[str, np.ndarray], k: int, d: int) -> NRDE:

@@ -1,6 +1,6 @@
 """A detector for real tables: schema, category model, numeric scaler, NRDE and calibration in one object.
 
-A row's anomaly score is its negative log-likelihood under a model of the
+A row's density score is its negative log-likelihood under a model of the
 whole row (docs/method.md, section "Tables")::
 
     score = - log p(categories)  - log p(numbers | categories)
@@ -11,7 +11,10 @@ where ``z`` are the numeric features read against their category.  Missing
 numbers take the value that fits the row best among the feature's typical
 values, and *that* they are missing is a category of its own (``amount``
 missing in 2% of training rows costs about 4 nats).  Scores are in nats:
-one nat more is a row e (2.7) times less likely.
+one nat more is a row e (2.7) times less likely.  By default
+(``detector="fused"``) the anomaly score is this density score fused with a
+neighbour and an isolation score of the same numbers (:mod:`nrad.fusion`),
+cross-fitted like the flows; explanations read the density score.
 
 ``fit_table`` learns everything from a training table; ``TableModel.score``
 returns one row per input row, in input order, with ``anomaly_score``,
@@ -42,6 +45,7 @@ from nrad.calibration import TailModel, benjamini_hochberg, check_level, self_ca
 from nrad.categories import CategoryModel
 from nrad.detector import NRDE
 from nrad.errors import NradError
+from nrad.fusion import Fusion
 from nrad.preprocess import MISSING, OTHER, TableSchema, encode, fit_schema
 from nrad.scaler import NumericScaler, dequantize
 
@@ -69,6 +73,9 @@ EXPLAIN_MODES = ("flagged", "all", "none")
 #: 13 other tables under 2,000 rows: the same mean AUROC fitted on themselves, +-0.03 per table).
 FOLD_BANDS = ((1000, 5), (2000, 3))
 CROSS_FIT_FOLDS = 2
+#: What a table model scores with: the density fused with neighbour and isolation scores (see
+#: :mod:`nrad.fusion`; the default), or the density alone (NRDE's flows with the category model).
+DETECTORS = ("fused", "nrde")
 #: Codes of the missing-indicator feature added for each numeric column.
 PRESENT, ABSENT = 0, 2
 INDICATOR_LABELS = ["present", OTHER, MISSING]
@@ -114,9 +121,18 @@ class TableModel:
     id_column: str | None = None
     ignore: list[str] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
+    #: The neighbour and isolation members and the fused score's scale (None: the density alone).
+    fusion: Fusion | None = None
     #: Cross-fitting: the fold of each training row (its rows are scored by the flow of that
     #: fold, which did not see them).  Only for the table just fitted; not saved.
     folds: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def score_units(self) -> str:
+        """What one unit of ``anomaly_score`` is, in words (for the tables and the report)."""
+        if self.fusion is None:
+            return "nats: 1 more = e times rarer"
+        return "density + neighbour + isolation scores, each in IQRs of typical rows'; 0 = typical"
 
     # -- reading rows --------------------------------------------------------
 
@@ -142,8 +158,22 @@ class TableModel:
     def score_prepared(
         self, prep: Prepared, folds: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(anomaly score per row, the numeric z the flow saw with missing cells filled, each
-        cell's added score: see :meth:`numeric_z`, and the tail terms of the filled cells).
+        """(anomaly score per row, and as :meth:`density_prepared`, z and terms).
+
+        The anomaly score is the density score fused with the neighbour and
+        isolation scores of the same z (:mod:`nrad.fusion`), or the density
+        score alone for a model fitted with ``detector="nrde"``.
+        """
+        density, z, terms = self.density_prepared(prep, folds)
+        if self.fusion is None:
+            return density, z, terms
+        return self.fusion.combine(density, self.fusion.members(z, folds)), z, terms
+
+    def density_prepared(
+        self, prep: Prepared, folds: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(density score per row in nats, the numeric z the flow saw with missing cells filled,
+        each cell's added score: see :meth:`numeric_z`, and the tail terms of the filled cells).
 
         ``folds``: the rows are the training rows themselves, in order (see
         :meth:`training_folds`): each is read with its own counts left out of
@@ -453,6 +483,7 @@ def fit_table(
     verbose: bool = False,
     what: str = "training data",
     progress: Progress | None = None,
+    detector: str = "fused",
     **nrde_params: Any,
 ) -> TableModel:
     """Learn the schema, the category model, the scaler, the flows and the calibration from ``df``.
@@ -464,7 +495,11 @@ def fit_table(
     and the same fit serves both ways of working: new rows are scored by the
     mean of the flows (:meth:`TableModel.score`), the training table itself
     row by row by its own fold's flow (``score(..., in_sample=True)``).
+    ``detector``: ``"fused"`` (default) adds cross-fitted neighbour and
+    isolation members (:mod:`nrad.fusion`); ``"nrde"`` scores with the density alone.
     """
+    if detector not in DETECTORS:
+        raise NradError(f"detector must be one of {', '.join(DETECTORS)}, got {detector!r}")
     say = progress or (lambda _: None)
     df = as_pandas(df)
     features = _drop(df, id_column, ignore, what)
@@ -482,6 +517,7 @@ def fit_table(
     numeric_columns = [j for j, c in enumerate(schema.numeric_sources) if schema.columns[c].kind == "numeric"]
     codes = np.hstack([enc.codes, np.where(np.isnan(enc.numeric[:, numeric_columns]), ABSENT, PRESENT)])
     categories = CategoryModel.fit(codes, n_codes + [len(INDICATOR_LABELS)] * len(numeric_columns))
+    info["detector"] = detector
     model = TableModel(schema, categories, scaler, [], None, id_column, list(ignore), info)
     n_folds = cross_fit_folds(len(features))
     model.folds = rng.permutation(len(features)) % n_folds
@@ -506,7 +542,14 @@ def fit_table(
             det = NRDE(random_state=random_state + k, verbose=verbose, **params)
             model.detectors.append(det.fit(z[rows]))
     prep = Prepared(scaler.shape(enc.numeric), codes, enc.counts, enc.missing)
-    model.tail = TailModel.fit(model.score_prepared(prep, model.folds)[0])
+    scores, z, _ = model.density_prepared(prep, model.folds)
+    if detector == "fused" and enc.numeric.shape[1]:
+        say(f"fitting neighbour and isolation scores ({n_folds} folds)")
+        model.fusion = Fusion.fit(z, model.folds, inside, random_state)
+        members = model.fusion.members(z, model.folds)
+        model.fusion.calibrate(scores, members)
+        scores = model.fusion.combine(scores, members)
+    model.tail = TailModel.fit(scores)
     info.update(n_train_rows=len(features), preprocess_counts={**schema.counts, **enc.counts})
     return model
 

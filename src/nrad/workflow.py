@@ -42,6 +42,8 @@ class Outcome:
     n_flagged: int | None = None
     #: Whether ``scored``'s index is the input row position (not so for Dask partitions).
     row_numbers: bool = True
+    #: What one unit of anomaly_score is (``TableModel.score_units``).
+    units: str = ""
 
 
 def check_paths(inputs: dict[str, str | Path | None], outputs: dict[str, str | Path | None]) -> None:
@@ -86,6 +88,7 @@ def fit_model(
     sample_rows: int = SAMPLE_ROWS,
     model_path: str | Path | None = None,
     progress: Progress = _quiet,
+    detector: str = "fused",
 ) -> TableModel:
     """Fit a table model on TRAIN, or on a uniform sample of ``sample_rows`` rows if it is larger.
 
@@ -98,7 +101,8 @@ def fit_model(
     progress(f"reading {train}")
     sample = sample_table(train, sample_rows, random_state)
     model = fit_table(sample.frame, id_column, ignore, random_state=random_state, verbose=verbose,
-                      what=str(train), progress=progress, max_epochs=max_epochs)  # fmt: skip
+                      what=str(train), progress=progress, max_epochs=max_epochs,
+                      detector=detector)  # fmt: skip
     model.info["sample"] = sample.info
     if model_path is not None:
         from nrad.model_file import save_model
@@ -152,7 +156,8 @@ def score_data(
         progress(f"scoring {data} in batches of {batch_rows} rows")
         result = score_file(model, data, out, fdr, contamination, explain, batch_rows)
         return Outcome(result.top, result.counts, rule.describe(), [Path(out)], None,
-                       [*notes, *notes_for(model)], result.n_rows, result.n_flagged)  # fmt: skip
+                       [*notes, *notes_for(model)], result.n_rows, result.n_flagged,
+                       units=model.score_units)  # fmt: skip
     df = data if isinstance(data, pd.DataFrame) else read_table(data)
     labels = None
     if label_column is not None:
@@ -178,7 +183,7 @@ def score_data(
         from sklearn.metrics import roc_auc_score
 
         auroc = float(roc_auc_score(labels, scored["anomaly_score"]))
-    return Outcome(scored, counts, rule.describe(), written, auroc, notes)
+    return Outcome(scored, counts, rule.describe(), written, auroc, notes, units=model.score_units)
 
 
 def score_model_file(
@@ -232,6 +237,7 @@ def detect(
     max_epochs: int | None = None,
     explain: str = "flagged",
     progress: Progress = _quiet,
+    detector: str = "fused",
 ) -> Outcome:
     """Fit on TRAIN (or on DATA itself) and score DATA.
 
@@ -249,15 +255,15 @@ def detect(
     drop = [label_column] if label_column else []
     if train is None:
         train_df = data_df
-        notes = ["Fitted on the scored rows themselves: each row is scored by the flow that "
-                 "did not see it, and p-values are calibrated on the rows not flagged."]  # fmt: skip
+        notes = ["Fitted on the scored rows themselves: each row is scored by the part of the model "
+                 "that did not see it, and p-values are calibrated on the rows not flagged."]  # fmt: skip
     else:
         progress(f"reading {train}")
         train_df = read_table(train)
         notes = []
     model = fit_table(train_df.drop(columns=[c for c in drop if c in train_df.columns]), id_column, ignore,
                       random_state=random_state, verbose=verbose, what=str(train or data), progress=progress,
-                      max_epochs=max_epochs)  # fmt: skip
+                      max_epochs=max_epochs, detector=detector)  # fmt: skip
     outcome = score_data(model, data_df, out=out, report=report, fdr=fdr, contamination=contamination,
                          label_column=label_column, explain=explain,
                          in_sample=train is None, notes=notes, progress=progress)  # fmt: skip

@@ -29,6 +29,8 @@ class ReportData:
     noise_sources: list[int]
     labels: np.ndarray | None = None
     notes: list[str] = field(default_factory=list)
+    #: What one unit of anomaly_score is.
+    units: str = ""
 
 
 def build_report_data(
@@ -58,4 +60,5 @@ def build_report_data(
         noise_sources=[int(i) for i in model.detectors[0].noise_sources_] if model.detectors else [],
         labels=labels,
         notes=list(notes or []),
+        units=model.score_units,
     )

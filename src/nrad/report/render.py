@@ -51,7 +51,7 @@ def figures(d: ReportData) -> dict[str, str]:
         ax.spines[["top", "right"]].set_visible(False)
         return fig, ax
 
-    fig, ax = axes("Anomaly scores (nats)")
+    fig, ax = axes("Anomaly scores")
     ax.hist(d.scores, bins=60, color="#1f77b4", log=True)
     if d.threshold is not None:
         ax.axvline(d.threshold, color="crimson", linestyle="--", label="lowest flagged score")
