@@ -4,6 +4,8 @@
 (``decision_function`` negative for outliers, ``predict`` +1 / -1).
 ``nrad.fit_table``: the model of a whole table (numbers, categories, dates,
 missing cells) that the command line uses, with p-values and explanations.
+``nrad.TableDetector``: that model as a scikit-learn estimator (DataFrames or
+arrays; ``fit_predict`` on a table is ``nrad detect``'s flags).
 ``nrad.pyod.NRDE``: the detector with PyOD's conventions (higher = more
 anomalous, labels 0 / 1).
 """
@@ -12,7 +14,7 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["NRDE", "fit_table", "__version__"]
+__all__ = ["NRDE", "TableDetector", "fit_table", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
@@ -22,6 +24,10 @@ def __getattr__(name: str) -> Any:
         from nrad.detector import NRDE
 
         return NRDE
+    if name == "TableDetector":
+        from nrad.estimator import TableDetector
+
+        return TableDetector
     if name == "fit_table":
         from nrad.table import fit_table
 

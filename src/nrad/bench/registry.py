@@ -112,43 +112,27 @@ def _nrde(**kwargs: Any) -> Callable[[int, int], Any]:
 register("nrde", _nrde(), score="anomaly_score", note="NRDE defaults")
 
 
-class DefaultDetector:
-    """Exactly what ``nrad detect`` runs, on a numeric array (the columns become a table).
+def _table_detector(seed: int, detector: str) -> Any:
+    """Exactly what ``nrad detect`` runs, on a numeric array (the columns become a table): the
+    fitted rows themselves (the ``transductive`` setting) are scored in-sample, as the command line
+    scores a table fitted on itself."""
+    from nrad.estimator import TableDetector
 
-    :func:`nrad.table.fit_table` with its defaults; rows scored that are the
-    training rows themselves (the ``transductive`` setting: ``nrad detect``
-    without ``--train``) are scored in-sample, each by the flow that did not
-    see it, as the command line does.
-    """
-
-    def __init__(self, random_state: int = 0) -> None:
-        self.random_state = random_state
-
-    def fit(self, X: np.ndarray, y: Any = None) -> DefaultDetector:
-        from nrad.table import fit_table
-
-        self.X_ = np.asarray(X, dtype=np.float64)
-        self.model_ = fit_table(self._frame(self.X_), random_state=self.random_state)
-        return self
-
-    def anomaly_score(self, X: np.ndarray) -> np.ndarray:
-        X = np.asarray(X, dtype=np.float64)
-        in_sample = X.shape == self.X_.shape and np.array_equal(X, self.X_, equal_nan=True)
-        scored, _ = self.model_.score_rows(self._frame(X), in_sample=in_sample)
-        return scored["anomaly_score"].to_numpy()
-
-    @staticmethod
-    def _frame(X: np.ndarray) -> Any:
-        import pandas as pd
-
-        return pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
+    return TableDetector(detector=detector, random_state=seed)
 
 
 register(
     "default",
-    lambda seed, d: DefaultDetector(random_state=seed),
+    lambda seed, d: _table_detector(seed, "fused"),
     score="anomaly_score",
-    note="what nrad detect runs: the table model (category and numeric scaling, cross-fitted NRDE flows)",
+    note="what nrad detect runs: the table model's density (category and numeric scaling, cross-fitted "
+    "NRDE flows) fused with cross-fitted k-NN and isolation scores",
+)
+register(
+    "table-nrde",
+    lambda seed, d: _table_detector(seed, "nrde"),
+    score="anomaly_score",
+    note="nrad detect --detector nrde: the table model's density alone",
 )
 register(
     "vanilla-flow",
