@@ -150,3 +150,14 @@ def test_version_2_files_of_the_density_alone_still_load(table: pd.DataFrame, tm
         zf.writestr(MANIFEST, json.dumps(manifest))
         zf.writestr(TENSORS, members[TENSORS])
     pd.testing.assert_frame_equal(model.score(table)[0], load_model(old).score(table)[0])
+
+
+def test_member_scores_do_not_depend_on_the_batch() -> None:
+    # 20 columns: the search multiplies matrices, whose last bits depend on how many rows it is given.
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(3000, 20))
+    fusion = Fusion.fit(z, np.arange(3000) % 2, np.ones(3000, dtype=bool), random_state=0)
+    new = rng.normal(size=(2000, 20))
+    whole = fusion.members(new)
+    pieces = np.concatenate([fusion.members(new[i : i + 333]) for i in range(0, 2000, 333)])
+    np.testing.assert_array_equal(whole, pieces)

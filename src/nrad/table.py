@@ -132,7 +132,7 @@ class TableModel:
         """What one unit of ``anomaly_score`` is, in words (for the tables and the report)."""
         if self.fusion is None:
             return "nats: 1 more = e times rarer"
-        return "density + neighbour + isolation scores, each in IQRs of typical rows'; 0 = typical"
+        return "density + neighbour + isolation scores, in IQRs; 0 = typical"
 
     # -- reading rows --------------------------------------------------------
 
