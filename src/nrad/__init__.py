@@ -5,7 +5,7 @@
 ``nrad.fit_table``: the model of a whole table (numbers, categories, dates,
 missing cells) that the command line uses, with p-values and explanations.
 ``nrad.TableDetector``: that model as a scikit-learn estimator (DataFrames or
-arrays; ``fit_predict`` on a table is ``nrad detect``'s flags).
+arrays; ``fit_predict(table)`` is ``nrad detect``'s flags).
 ``nrad.pyod.NRDE``: the detector with PyOD's conventions (higher = more
 anomalous, labels 0 / 1).
 """

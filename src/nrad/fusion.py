@@ -6,8 +6,8 @@ whole table finds it unlikely.  Two other families call a row unusual for
 other reasons: far from its nearest rows (k-NN: local structure a global
 flow smooths over) and isolated by few random axis-parallel cuts
 (isolation forest).  Their errors differ, which is what score fusion
-exploits (Aggarwal & Sathe, *Outlier Ensembles*, 2017); measured in
-docs/method.md, "Fusion".
+exploits (Aggarwal & Sathe, *Outlier Ensembles*, 2017); derived and
+measured in docs/method.md, section 12.
 
 Each member is cross-fitted as the flows are: per fold, a k-NN reference
 set and a forest from the training rows outside the fold; a training row is

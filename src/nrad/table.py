@@ -351,8 +351,8 @@ class TableModel:
     def explain(self, df: pd.DataFrame, what: str = "data", in_sample: bool = False) -> pd.DataFrame:
         """Each row's contribution per input column, in nats (the numbers behind ``top_features``).
 
-        A column's contribution is how much the row's score would drop if that
-        column alone took the value that fits the row best (see
+        A column's contribution is how much the row's density score would drop if
+        that column alone took the value that fits the row best (see
         :mod:`nrad.explain`); 0 for a column that is already typical.
         """
         from nrad.explain import repair

@@ -113,25 +113,38 @@ register("nrde", _nrde(), score="anomaly_score", note="NRDE defaults")
 
 
 def _table_detector(seed: int, detector: str) -> Any:
-    """Exactly what ``nrad detect`` runs, on a numeric array (the columns become a table): the
-    fitted rows themselves (the ``transductive`` setting) are scored in-sample, as the command line
-    scores a table fitted on itself."""
+    """Exactly what ``nrad detect`` runs, on a numeric array (the columns become a table)."""
     from nrad.estimator import TableDetector
 
-    return TableDetector(detector=detector, random_state=seed)
+    class TableOnArrays(TableDetector):
+        """Rows that are the fitted ones (the ``transductive`` setting: ``nrad detect`` without
+        ``--train``) get their out-of-fold scores, as the command line scores a table fitted on
+        itself; other rows are new rows."""
+
+        def fit(self, X: np.ndarray, y: Any = None) -> TableOnArrays:
+            self.X_ = np.asarray(X, dtype=np.float64)
+            return super().fit(self.X_)
+
+        def transductive_score(self, X: np.ndarray) -> np.ndarray:
+            X = np.asarray(X, dtype=np.float64)
+            if X.shape == self.X_.shape and np.array_equal(X, self.X_, equal_nan=True):
+                return self.decision_scores_
+            return self.anomaly_score(X)
+
+    return TableOnArrays(detector=detector, random_state=seed)
 
 
 register(
     "default",
     lambda seed, d: _table_detector(seed, "fused"),
-    score="anomaly_score",
+    score="transductive_score",
     note="what nrad detect runs: the table model's density (category and numeric scaling, cross-fitted "
     "NRDE flows) fused with cross-fitted k-NN and isolation scores",
 )
 register(
     "table-nrde",
     lambda seed, d: _table_detector(seed, "nrde"),
-    score="anomaly_score",
+    score="transductive_score",
     note="nrad detect --detector nrde: the table model's density alone",
 )
 register(
