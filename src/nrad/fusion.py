@@ -49,12 +49,13 @@ MAX_REFERENCE_ROWS = 4096
 class IsolationTrees:
     """An isolation forest as plain arrays: fitted by scikit-learn, scored here.
 
-    Written by hand because a scikit-learn forest can only be saved with
-    pickle, which a model file must never use; the arrays are what the model
-    file stores, and :meth:`score` reproduces ``-IsolationForest.score_samples``
-    (a test checks it).  Nodes of all trees are concatenated; ``feature`` is
-    -1 at a leaf, whose ``leaf_depth`` is its depth plus the expected path
-    length of the training rows that reached it.
+    Written by hand because a scikit-learn forest can only be saved as
+    serialized Python objects, which a model file must never hold; the
+    arrays are what the model file stores, and :meth:`score` reproduces
+    ``-IsolationForest.score_samples`` (a test checks it).  Nodes of all
+    trees are concatenated; ``feature`` is -1 at a leaf, whose
+    ``leaf_depth`` is its depth plus the expected path length of the
+    training rows that reached it.
     """
 
     feature: np.ndarray  # (nodes,) int64, -1 at leaves
@@ -155,15 +156,14 @@ class IsolationTrees:
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], prefix: str, n_features: int) -> IsolationTrees:
+        def get(name: str, dtype: type) -> np.ndarray:
+            return np.asarray(arrays[f"{prefix}{name}"], dtype=dtype)
+
         trees = cls(
-            *(np.asarray(arrays[f"{prefix}{a}"], dtype=np.int64) for a in ("feature",)),
-            np.asarray(arrays[f"{prefix}threshold"], dtype=np.float64),
-            *(np.asarray(arrays[f"{prefix}{a}"], dtype=np.int64) for a in ("left", "right")),
-            np.asarray(arrays[f"{prefix}leaf_depth"], dtype=np.float64),
-            np.asarray(arrays[f"{prefix}roots"], dtype=np.int64),
-            float(np.asarray(arrays[f"{prefix}normalizer"]).reshape(-1)[0]),
-            n_features,
-        )
+            get("feature", np.int64), get("threshold", np.float64), get("left", np.int64),
+            get("right", np.int64), get("leaf_depth", np.float64), get("roots", np.int64),
+            float(get("normalizer", np.float64).reshape(-1)[0]), n_features,
+        )  # fmt: skip
         trees.check()
         return trees
 
@@ -216,8 +216,7 @@ class Fusion:
         if len(z) == 0:  # an empty batch (scikit-learn's search refuses zero rows)
             return out
         if folds is None:
-            parts = [self._fold_members(k, z) for k in range(len(self.forests))]
-            return np.mean(parts, axis=0)
+            return np.mean([self._fold_members(k, z) for k in range(len(self.forests))], axis=0)
         for k in range(len(self.forests)):
             rows = folds == k
             if rows.any():
@@ -237,7 +236,7 @@ class Fusion:
         in-memory scoring give identical scores).
         """
         ref = self.references[k]
-        # Rebuilt from the stored rows on each call: cheap beside the search, and nothing to pickle.
+        # Rebuilt from the stored rows on each call: cheap beside the search, and only arrays are saved.
         nn = NearestNeighbors(n_neighbors=min(N_NEIGHBORS, len(ref)), algorithm="brute").fit(ref)
         nearest = nn.kneighbors(z, return_distance=False)
         return np.sqrt(((z[:, None, :] - ref[nearest]) ** 2).sum(axis=2)).max(axis=1)
