@@ -92,8 +92,10 @@ class TableDetector(OutlierMixin, BaseEstimator):
         """Fit on ``X`` and flag its own rows, each scored by the members that did not see it, with
         self-calibrated p-values: ``nrad detect``'s ``flagged`` column (-1 flagged, +1 not)."""
         self.fit(X)
-        scored, _ = self.model_.score(_frame(X), fdr=self.fdr, explain="none", in_sample=True)
-        return np.where(scored["flagged"].to_numpy(dtype=bool), -1, 1)
+        # The training rows' scores are already in decision_scores_: flag them without a second pass.
+        scores = self.decision_scores_
+        _, flagged = self.model_.in_sample_flags(scores, self.fdr, self.model_.p_values(scores))
+        return np.where(flagged, -1, 1)
 
     def anomaly_score(self, X: Any) -> np.ndarray:
         """Anomaly score per row, the rows read as new ones (higher = more anomalous)."""
