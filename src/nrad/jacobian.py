@@ -2,7 +2,7 @@
 
 Column ``i`` of the generator's Jacobian ``J_g(s) = dg/ds`` is the direction
 (and size) in which source ``i`` moves the data.  We get it with one
-forward-mode product ``J_g e_i``: a coupling flow's inverse costs the
+Jacobian-vector product ``J_g e_i``: a coupling flow's inverse costs the
 same as its forward pass, so ``k`` columns cost ``k`` passes and never a
 ``d x d`` inverse.
 
@@ -15,50 +15,34 @@ zero exactly when the columns are orthogonal (Hadamard's inequality).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 
 import torch
-import torch.autograd.forward_ad as fwAD
 from torch import Tensor
 
 from nrad.flow import CouplingFlow
-
-#: torch keeps forward-mode AD levels per process, not per thread: a second
-#: thread entering a dual level fails ("Nested forward mode AD is not
-#: supported"), so threads that score in parallel take turns here.
-_FORWARD_AD = threading.Lock()
 
 
 def generator_columns(flow: CouplingFlow, s: Tensor, index: Sequence[int] | Tensor) -> Tensor:
     """Columns ``J_g[:, i]`` at each row of ``s`` for the sources in ``index``.
 
-    One forward-mode pass through the coupling layers with the rows tiled
-    once per column (faster than ``vmap`` on CPU for these small layers),
-    then the data-side linear layer applied to the tangents directly: it is
-    linear, so that *is* its Jacobian action, and it avoids pushing dual
-    numbers through two triangular solves of size d (slow for d ~ 2,000).
+    One Jacobian-vector product through the coupling layers for all
+    columns at once (``CouplingFlow.nonlinear_inverse_jvp``: each layer's
+    values once per row, its tangent ops on ``len(index)`` tangents per
+    row), then the data-side linear layer applied to the tangents directly:
+    it is linear, so that *is* its Jacobian action, and it avoids pushing
+    tangents through two triangular solves of size d (slow for d ~ 2,000).
 
     Returns
     -------
     Tensor of shape ``(len(index), n_rows, dim)``.
     """
-    if torch.is_inference_mode_enabled():
-        # Dual numbers do not propagate in inference mode: leave it (no
-        # autograd graph is built either way, as nothing requires grad).
-        with torch.inference_mode(False), torch.no_grad():
-            return generator_columns(flow, s.clone(), index)
     index = torch.as_tensor(index, dtype=torch.long)
     k, (n, d) = len(index), s.shape
-    tiled = s.repeat(k, 1)
-    tangent = torch.zeros(k * n, d, dtype=s.dtype)
-    tangent[torch.arange(k * n), index.repeat_interleave(n)] = 1.0
-    with _FORWARD_AD, fwAD.dual_level():
-        out = flow.nonlinear_inverse(fwAD.make_dual(tiled, tangent))
-        columns = fwAD.unpack_dual(out).tangent
-    if columns is None:  # a flow without coupling layers: the tangent passes through unchanged
-        columns = tangent
-    return flow.linear_inverse(columns).reshape(k, n, d)
+    tangent = s.new_zeros(k, n, d)
+    tangent[torch.arange(k), :, index] = 1.0
+    columns = flow.nonlinear_inverse_jvp(s, tangent)
+    return flow.linear_inverse(columns.reshape(k * n, d)).reshape(k, n, d)
 
 
 def log_column_norms(flow: CouplingFlow, s: Tensor, index: Sequence[int] | Tensor, chunk: int = 64) -> Tensor:
