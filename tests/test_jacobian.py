@@ -95,3 +95,16 @@ def test_probed_column_norms_match_exact() -> None:
     probed = probed_log_column_norms(flow, s, 64, torch.Generator().manual_seed(0)).mean(0)
     # log of an averaged chi-square estimate is biased low by ~1/(2 * probes) per row; tolerance covers it.
     torch.testing.assert_close(probed, exact, atol=0.05, rtol=0)
+
+
+@pytest.mark.parametrize("linear", [False, True])
+def test_columns_from_the_forward_tape_equal_columns_computed_afresh(linear: bool) -> None:
+    # Training takes the penalty's columns from what the forward pass recorded
+    # (CouplingFlow.forward(x, tape)); they must be the generator's columns at s = f(x).
+    flow = _flow(6, np.diag([1.0, 0.5, 2.0, 1.5, 0.7, 1.2]) if linear else None)
+    x = torch.randn(10, 6, dtype=torch.float64)
+    tape: list = []
+    s, _ = flow(x, tape)
+    rows = slice(0, 4)
+    taped = generator_columns(flow, s[rows], [1, 3, 5], [tuple(v[rows] for v in values) for values in tape])
+    torch.testing.assert_close(taped, generator_columns(flow, s[rows], [1, 3, 5]))

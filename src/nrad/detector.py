@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import copy
 import math
 from numbers import Integral, Real
 from typing import Any
@@ -36,12 +35,14 @@ INFLUENCE_CELLS = 200_000
 #: Standardized inputs are clipped to +-this many training sd when scoring:
 #: rows beyond it score as if they were at it (still extreme, always finite).
 MAX_ABS_Z = 1e4
-#: Gradient steps the automatic epoch count aims at.
-STEP_BUDGET = 2500
+#: Gradient steps the automatic epoch count aims at.  Tables small enough to
+#: stop early never reach it; 2,500 fitted ALOI (4,848 rows) in 2.4x the time
+#: of 1,000 to the same AUROC (docs/scaling.md, "Fitting").
+STEP_BUDGET = 1000
 #: The penalty is evaluated on every PENALTY_EVERY-th step, weighted by
-#: PENALTY_EVERY so its expected gradient is unchanged: the forward-mode
-#: Jacobian columns cost ~5x a plain step (op-count bound on small batches),
-#: so this cuts fit time by ~3x.
+#: PENALTY_EVERY so its expected gradient is unchanged: a step with the
+#: penalty costs ~2.5x a plain one (its Jacobian columns and their backward
+#: pass; op-count bound on small batches).
 PENALTY_EVERY = 4
 #: Smallest validation part for which early stopping is trusted.
 MIN_VALIDATION_ROWS = 20
@@ -86,8 +87,8 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         it from the rest.
     max_epochs : int or None, default=None
         Upper bound on training epochs.  ``None``: enough epochs for about
-        2,500 gradient steps, between 20 and 1,000 epochs, but never more
-        than 10,000 steps (tables above ~128,000 rows get fewer than 20).
+        1,000 gradient steps, between 20 and 1,000 epochs, but never more
+        than 4,000 steps (tables above ~51,000 rows get fewer than 20).
     batch_size : int, default=256
     learning_rate : float, default=1e-3
         Adam learning rate.  Halved on a retry if training diverges.
@@ -392,12 +393,14 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         steps_per_epoch = math.ceil(len(train) / self.batch_size)
         epochs = self.max_epochs or _auto_epochs(steps_per_epoch)
         patience = max(self.n_iter_no_change, math.ceil(self.patience_steps / steps_per_epoch))
-        opt = torch.optim.Adam(flow.parameters(), lr=lr, weight_decay=self.weight_decay)
-        best_state, best_val, stale = copy.deepcopy(flow.state_dict()), math.inf, 0
+        opt = torch.optim.Adam(flow.parameters(), lr=lr, weight_decay=self.weight_decay, fused=True)
+        best_state, best_val, stale = _snapshot(flow), math.inf, 0
         self.loss_curve_, self.validation_loss_curve_ = [], []
         step = 0
+        # No train()/eval() switching per epoch: the flow has no layer that behaves
+        # differently in training (no dropout, no batch norm), and walking its modules
+        # twice an epoch cost ~3% of a small table's fit.
         for _ in _epochs(epochs, self.verbose):
-            flow.train()
             order = torch.randperm(len(train), generator=gen)
             total = 0.0
             for start in range(0, len(train), self.batch_size):
@@ -420,7 +423,7 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
             val_loss = self._validation_loss(flow, Z_val)
             self.validation_loss_curve_.append(val_loss)
             if val_loss < best_val - 1e-4:
-                best_state, best_val, stale = copy.deepcopy(flow.state_dict()), val_loss, 0
+                best_state, best_val, stale = _snapshot(flow), val_loss, 0
             else:
                 stale += 1
                 if stale >= patience:
@@ -435,18 +438,23 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
     ) -> torch.Tensor:
         """Negative log-likelihood plus the weighted IMA penalty, both per feature."""
         d = batch.shape[1]
-        s, logdet = flow(batch)
+        penalize = penalize and self.penalty_weight > 0 and d > 1
+        # The forward pass records what the generator's Jacobian needs at these rows:
+        # the penalty then runs only the tangents' ops (~1/3 cheaper than running the
+        # layers again, at the same point).
+        tape: list | None = [] if penalize else None
+        s, logdet = flow(batch, tape)
         loss = -(standard_normal_logpdf(s).sum(dim=1) + logdet).mean()
-        if penalize and self.penalty_weight > 0 and d > 1:
+        if penalize:
             rows = slice(0, self.penalty_rows)
-            penalty = ima_penalty(flow, s[rows], logdet[rows], self.penalty_columns, gen)
+            tape = [tuple(value[rows] for value in values) for values in tape]
+            penalty = ima_penalty(flow, s[rows], logdet[rows], self.penalty_columns, gen, tape)
             loss = loss + PENALTY_EVERY * self.penalty_weight * penalty.mean()
         return loss / d
 
     def _validation_loss(self, flow: CouplingFlow, Z_val: torch.Tensor) -> float:
         # Early stopping watches held-out likelihood only: it is what
         # generalizes; the penalty is a property of the fit, not of new rows.
-        flow.eval()
         with torch.inference_mode():
             return float(-flow.log_prob(Z_val).mean()) / Z_val.shape[1]
 
@@ -490,8 +498,7 @@ def _run_chunks(chunks: list[torch.Tensor], fn: Any, grad: bool = False) -> list
     flow's layers are narrow (64 units), so splitting each small op costs
     more in synchronization than it gains (measured by benchmarks/scale.py,
     kernel lines).  Every chunk is computed the same way either way: a
-    row's score does not depend on the thread count.  (Forward-mode AD, for
-    noise sources, takes turns: see ``nrad.jacobian._FORWARD_AD``.)
+    row's score does not depend on the thread count.
     """
 
     def run(chunk: torch.Tensor) -> torch.Tensor:
@@ -547,6 +554,12 @@ def _auto_epochs(steps_per_epoch: int) -> int:
     budget = math.ceil(STEP_BUDGET / steps_per_epoch)
     floor = min(20, math.ceil(4 * STEP_BUDGET / steps_per_epoch))
     return int(min(max(budget, floor), 1000))
+
+
+def _snapshot(flow: CouplingFlow) -> dict[str, torch.Tensor]:
+    """A copy of the flow's weights (cloned tensors: a deepcopy of the state dict
+    walks every module and took ~10% of a small table's fit)."""
+    return {name: value.detach().clone() for name, value in flow.state_dict().items()}
 
 
 def _holdout(n: int, fraction: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray | None]:

@@ -23,7 +23,9 @@ from torch import Tensor
 from nrad.flow import CouplingFlow
 
 
-def generator_columns(flow: CouplingFlow, s: Tensor, index: Sequence[int] | Tensor) -> Tensor:
+def generator_columns(
+    flow: CouplingFlow, s: Tensor, index: Sequence[int] | Tensor, tape: list | None = None
+) -> Tensor:
     """Columns ``J_g[:, i]`` at each row of ``s`` for the sources in ``index``.
 
     One Jacobian-vector product through the coupling layers for all
@@ -32,6 +34,8 @@ def generator_columns(flow: CouplingFlow, s: Tensor, index: Sequence[int] | Tens
     row), then the data-side linear layer applied to the tangents directly:
     it is linear, so that *is* its Jacobian action, and it avoids pushing
     tangents through two triangular solves of size d (slow for d ~ 2,000).
+    ``tape``: what ``flow.forward(x, tape)`` recorded for the rows whose
+    sources are ``s`` (see ``CouplingFlow.nonlinear_inverse_jvp``).
 
     Returns
     -------
@@ -41,11 +45,13 @@ def generator_columns(flow: CouplingFlow, s: Tensor, index: Sequence[int] | Tens
     k, (n, d) = len(index), s.shape
     tangent = s.new_zeros(k, n, d)
     tangent[torch.arange(k), :, index] = 1.0
-    columns = flow.nonlinear_inverse_jvp(s, tangent)
+    columns = flow.nonlinear_inverse_jvp(s, tangent, tape)
     return flow.linear_inverse(columns.reshape(k * n, d)).reshape(k, n, d)
 
 
-def log_column_norms(flow: CouplingFlow, s: Tensor, index: Sequence[int] | Tensor, chunk: int = 64) -> Tensor:
+def log_column_norms(
+    flow: CouplingFlow, s: Tensor, index: Sequence[int] | Tensor, chunk: int = 64, tape: list | None = None
+) -> Tensor:
     """``log ||J_g[:, i]||`` for ``i`` in ``index``; shape ``(n_rows, len(index))``.
 
     Columns are taken ``chunk`` at a time so wide data (d in the thousands)
@@ -54,7 +60,7 @@ def log_column_norms(flow: CouplingFlow, s: Tensor, index: Sequence[int] | Tenso
     index = torch.as_tensor(index, dtype=torch.long)
     parts = []
     for start in range(0, len(index), chunk):
-        cols = generator_columns(flow, s, index[start : start + chunk])
+        cols = generator_columns(flow, s, index[start : start + chunk], tape)
         parts.append(0.5 * torch.log(cols.pow(2).sum(dim=-1) + 1e-30).T)
     if not parts:
         return s.new_zeros(s.shape[0], 0)
@@ -89,6 +95,7 @@ def ima_penalty(
     logdet_forward: Tensor,
     n_columns: int,
     generator: torch.Generator,
+    tape: list | None = None,
 ) -> Tensor:
     """Per-row IMA contrast, exact or estimated from sampled columns.
 
@@ -105,5 +112,5 @@ def ima_penalty(
     else:
         index = torch.randperm(dim, generator=generator)[:n_columns]
         scale = dim / n_columns
-    log_norms = log_column_norms(flow, s, index, chunk=max(len(index), 1))
+    log_norms = log_column_norms(flow, s, index, chunk=max(len(index), 1), tape=tape)
     return scale * log_norms.sum(dim=1) + logdet_forward
