@@ -81,6 +81,9 @@ def main() -> None:
     params = parse_params(args.params)
     paths = dataset_paths(args.data_dir)
     print(f"NRDE {params or 'defaults'}; seconds per phase (share of the fit)")
+    # The first optimizer a process builds imports torch._dynamo (~1 s): paid before timing,
+    # as benchmarks/plain_flow.py does (a fresh `nrad fit` pays it once).
+    torch.optim.Adam([torch.zeros(1, requires_grad=True)])
     grand: dict[str, float] = defaultdict(float)
     for name in args.datasets.split(","):
         split = make_split(load_dataset(paths[name]), "vanilla", 0)

@@ -6,20 +6,26 @@ compare like with like:
 1. write a synthetic Parquet table (default 5,000,000 rows x 20 numeric
    columns: 5 latent factors through a fixed nonlinear map plus noise, 0.1%
    anomalies), in row groups of 100,000 rows, never holding it whole;
-2. ``nrad fit`` on it (the default 200,000-row reservoir sample);
+2. ``nrad fit`` on it (the default 200,000-row reservoir sample), and
+   ``nrad fit --detector nrde`` (the flows' density alone);
 3. measure this CPU's float64 matmul GFLOP/s with torch (2048^3, best of 5)
-   and count the model's FLOPs per scored row with
+   and count the flows' FLOPs per scored row with
    ``torch.utils.flop_counter.FlopCounterMode`` on a real scoring call
-   (matmuls only: 2 x multiply-adds); the upper bound on rows/s is their
-   ratio (elementwise work such as tanh/exp is left out, so it is generous);
-4. time the scoring kernel alone (rows already in memory) per chunk size,
-   and against scoring one chunk at a time on all torch threads;
-5. ``nrad score DATA --out OUT.parquet --no-explain`` in a child process:
-   wall time -> rows/s, and its peak RSS (the child's own ``getrusage(RUSAGE_SELF)``);
+   (matmuls only: 2 x multiply-adds; a new row is scored by every
+   cross-fitted flow), plus the neighbour search's matrix product (2 x
+   reference rows x columns per fold, counted by hand); the upper bound on
+   rows/s is their ratio (elementwise work such as tanh/exp, the search's
+   selection and the isolation trees are left out, so it is generous);
+4. time the flows' scoring kernel alone (rows already in memory) per chunk
+   size, and against scoring one chunk at a time on all torch threads; then
+   the fused score's members;
+5. ``nrad score DATA --out OUT.parquet --no-explain`` in a child process,
+   with each model: wall time -> rows/s, and its peak RSS (the child's own
+   ``getrusage(RUSAGE_SELF)``);
 6. ``nrad score ... --engine dask`` (its own LocalCluster: the default one
    worker with 2 threads, and ``--processes``, 2 worker processes x 1
-   thread): rows/s including cluster start, the ratio to step 5, and whether
-   the outputs are identical to step 5's;
+   thread): rows/s including cluster start, the ratio to step 5 (the
+   default model), and whether the outputs are identical to step 5's;
 7. the same library calls on an already running LocalCluster of each kind.
 
 Run on an idle machine (torch's threads spin when another job holds a core):
@@ -88,26 +94,42 @@ def matmul_gflops(dtype: object, size: int = 2048, repeats: int = 5) -> float:
     return 2 * size**3 / best / 1e9
 
 
-def flops_per_row(model: object, X: np.ndarray) -> float:
+def numeric_rows(model: object, frame: object) -> np.ndarray:
+    """The numbers the model's flows and members read (``z``), for in-memory kernel timings."""
+    prep = model.prepare(frame)
+    z, _ = model.numeric_z(prep.y, prep.codes)
+    return model.fill_missing(z)
+
+
+def flow_flops_per_row(model: object, z: np.ndarray) -> float:
+    """Matmul FLOPs per row of the flows' score (all cross-fitting flows: a new row is scored by each)."""
     from torch.utils.flop_counter import FlopCounterMode
 
     counter = FlopCounterMode(display=False)
     with counter:
-        model.detector.anomaly_score(X)
-    return counter.get_total_flops() / len(X)
+        model.flow_score(z)
+    return counter.get_total_flops() / len(z)
 
 
-def op_profile(model: object, X: np.ndarray, top: int = 5) -> str:
-    """Where the scoring kernel spends its time: torch profiler, 5 chunks of 8,192 rows, one at a time."""
+def neighbour_flops_per_row(model: object) -> float:
+    """Matmul FLOPs per row of the neighbour search: 2 x reference rows x d per fold (brute force,
+    one matrix product; counted by hand, as the search runs in scikit-learn, not torch)."""
+    if model.fusion is None:
+        return 0.0
+    return float(sum(2 * ref.shape[0] * ref.shape[1] for ref in model.fusion.references))
+
+
+def op_profile(model: object, z: np.ndarray, top: int = 5) -> str:
+    """Where the flows' scoring kernel spends its time: torch profiler, 5 chunks of 8,192 rows, serially."""
     from torch.profiler import ProfilerActivity, profile
 
     import nrad.detector as detector
 
     run_chunks, detector._run_chunks = detector._run_chunks, serial_chunks  # profile on this thread
     try:
-        model.detector.anomaly_score(X[:8192])  # warm-up
+        model.flow_score(z[:8192])  # warm-up
         with profile(activities=[ProfilerActivity.CPU]) as prof:
-            model.detector.anomaly_score(X[: 5 * 8192])
+            model.flow_score(z[: 5 * 8192])
     finally:
         detector._run_chunks = run_chunks
     events = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
@@ -115,8 +137,8 @@ def op_profile(model: object, X: np.ndarray, top: int = 5) -> str:
     return ", ".join(f"{e.key} {e.self_cpu_time_total / total:.0%}" for e in events[:top])
 
 
-def kernel_rows_per_s(model: object, X: np.ndarray, chunk: int, serial: bool = False) -> float:
-    """Scoring rows/s with rows in memory; ``serial``: one chunk at a time, each op on all torch threads."""
+def kernel_rows_per_s(model: object, z: np.ndarray, chunk: int, serial: bool = False) -> float:
+    """The flows' scoring rows/s, rows in memory; ``serial``: one chunk at a time, each op on all threads."""
     import nrad.detector as detector
 
     old, run_chunks = detector.SCORE_CHUNK, detector._run_chunks
@@ -124,12 +146,28 @@ def kernel_rows_per_s(model: object, X: np.ndarray, chunk: int, serial: bool = F
     if serial:
         detector._run_chunks = serial_chunks
     try:
-        model.detector.anomaly_score(X[:chunk])  # warm-up
+        model.flow_score(z[:chunk])  # warm-up
         start = time.perf_counter()
-        model.detector.anomaly_score(X)
-        return len(X) / (time.perf_counter() - start)
+        model.flow_score(z)
+        return len(z) / (time.perf_counter() - start)
     finally:
         detector.SCORE_CHUNK, detector._run_chunks = old, run_chunks
+
+
+def members_rows_per_s(model: object, z: np.ndarray) -> tuple[float, float]:
+    """Rows/s of the flows plus the fused members (neighbour, isolation), rows in memory; and the
+    share of that time in the neighbour search."""
+    start = time.perf_counter()
+    model.flow_score(z)
+    flows = time.perf_counter() - start
+    start = time.perf_counter()
+    model.fusion.members(z)
+    members = time.perf_counter() - start
+    start = time.perf_counter()
+    for k in range(len(model.fusion.references)):
+        model.fusion._neighbour_distance(k, z)
+    search = time.perf_counter() - start
+    return len(z) / (flows + members), search / (flows + members)
 
 
 def serial_chunks(chunks: list, fn: object, grad: bool = False) -> list:
@@ -140,15 +178,16 @@ def serial_chunks(chunks: list, fn: object, grad: bool = False) -> list:
         return [fn(c) for c in chunks]
 
 
-def compiled_kernel_rows_per_s(model: object, X: np.ndarray, chunk: int = 8192) -> tuple[float, float, float]:
-    """The flow's log density under ``torch.compile`` (inductor, CPU), full chunks only.
+def compiled_kernel_rows_per_s(model: object, z: np.ndarray, chunk: int = 8192) -> tuple[float, float, float]:
+    """One flow's log density under ``torch.compile`` (inductor, CPU), full chunks only.
 
     Returns (compile seconds, rows/s, largest absolute difference from eager).
     """
     import torch
 
-    flow = model.detector.flow_
-    Z = model.detector._standardize(X)
+    detector = model.detectors[0]
+    flow = detector.flow_
+    Z = detector._standardize(z)
     Z = Z[: len(Z) // chunk * chunk]
     compiled = torch.compile(flow.log_prob, dynamic=False)
     with torch.inference_mode():
@@ -230,7 +269,6 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=None, help="Scratch folder (default: a temp dir).")
     parser.add_argument("--keep", action="store_true", help="Keep the scratch folder (and its m.nrad).")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--model", type=Path, default=None, help="Use this fitted model instead of fitting.")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="nrad-scale-", dir=args.workdir))
     try:
@@ -254,47 +292,57 @@ def report(work: Path, args: argparse.Namespace) -> None:
     print(f"table: {args.rows:,} rows x {args.cols} columns, {size:.2f} GiB Parquet, "
           f"written in {time.perf_counter() - start:.0f} s")  # fmt: skip
 
-    if args.model is None:
+    for name, extra in (("m.nrad", []), ("m_nrde.nrad", ["--detector", "nrde"])):
         fit_s, fit_rss = run_child(
-            ["fit", "data.parquet", "--model", "m.nrad", "--seed", str(args.seed)], work
+            ["fit", "data.parquet", "--model", name, "--seed", str(args.seed), *extra], work
         )
-        print(f"nrad fit (200,000-row reservoir sample): {fit_s:.0f} s, peak RSS {fit_rss:.2f} GiB")
-    else:
-        shutil.copy(args.model, work / "m.nrad")
+        label = " ".join(["nrad fit", *extra])
+        print(f"{label} (200,000-row reservoir sample): {fit_s:.0f} s, peak RSS {fit_rss:.2f} GiB")
 
     model = load(work / "m.nrad")
-    X, _ = model.features(pq.ParquetFile(work / "data.parquet").read_row_group(0).to_pandas())
-    X = np.tile(X, (4, 1))  # 400,000 rows in memory for the kernel timings
+    z = numeric_rows(model, pq.ParquetFile(work / "data.parquet").read_row_group(0).to_pandas())
+    z = np.tile(z, (4, 1))  # 400,000 rows in memory for the kernel timings
     f64 = matmul_gflops(torch.float64)
     f32 = matmul_gflops(torch.float32)
-    per_row = flops_per_row(model, X[:8192])
-    bound = f64 * 1e9 / per_row
+    flows = flow_flops_per_row(model, z[:8192])
+    search = neighbour_flops_per_row(model)
+    bound, fused_bound = f64 * 1e9 / flows, f64 * 1e9 / (flows + search)
+    n_flows = len(model.detectors)
     print(f"matmul: {f64:.1f} GFLOP/s float64, {f32:.1f} GFLOP/s float32 (2048^3, best of 5)")
-    print(f"model: {per_row:,.0f} matmul FLOPs per row (float64 scoring, "
-          f"{len(model.detector.noise_sources_)} noise sources) -> bound {bound:,.0f} rows/s")  # fmt: skip
-    kernel = {chunk: kernel_rows_per_s(model, X, chunk) for chunk in (1024, 4096, 8192, 32768)}
-    print("scoring kernel, rows in memory: " + ", ".join(
+    print(f"model: {n_flows} cross-fitted flows, {flows:,.0f} matmul FLOPs per row together (float64, "
+          f"{len(model.detectors[0].noise_sources_)} noise sources) -> bound {bound:,.0f} rows/s; "
+          f"with the neighbour search ({search:,.0f} more) {fused_bound:,.0f} rows/s")  # fmt: skip
+    kernel = {chunk: kernel_rows_per_s(model, z, chunk) for chunk in (1024, 4096, 8192, 32768)}
+    print("flows' scoring kernel, rows in memory: " + ", ".join(
         f"chunk {c}: {r:,.0f} rows/s ({r / bound:.0%} of bound)" for c, r in kernel.items()))  # fmt: skip
-    serial = kernel_rows_per_s(model, X, 8192, serial=True)
+    serial = kernel_rows_per_s(model, z, 8192, serial=True)
     print(f"  (chunks run {torch.get_num_threads()} at a time, one torch thread each; one chunk at a time "
           f"with each op on {torch.get_num_threads()} threads instead: {serial:,.0f} rows/s, "
           f"{serial / bound:.0%} of bound)")  # fmt: skip
-    print("scoring kernel time by op (self CPU): " + op_profile(model, X))
-    compile_s, compiled, diff = compiled_kernel_rows_per_s(model, X)
-    print(f"same kernel under torch.compile (inductor, chunk 8192): {compiled:,.0f} rows/s "
-          f"({compiled / bound:.0%} of bound) after {compile_s:.0f} s compiling; "
+    print("flows' kernel time by op (self CPU): " + op_profile(model, z))
+    fused, search_share = members_rows_per_s(model, z[:100_000])
+    print(
+        f"fused score (flows + neighbour + isolation), rows in memory: {fused:,.0f} rows/s "
+        f"({fused / fused_bound:.0%} of its bound); the neighbour search {search_share:.0%} of the time"
+    )
+    compile_s, compiled, diff = compiled_kernel_rows_per_s(model, z)
+    print(f"one flow's log density under torch.compile (inductor, chunk 8192): {compiled:,.0f} rows/s "
+          f"({compiled / (bound * n_flows):.0%} of one flow's bound) after {compile_s:.0f} s compiling; "
           f"max |diff| {diff:.1e}")  # fmt: skip
-    del X
+    del z
     plain, explained = explain_cost(model, work / "data.parquet")
     print(f"explanations (top_features, 20,000 rows): {explained:.2f} s vs {plain:.2f} s without, "
           f"{explained / plain:.0f}x")  # fmt: skip
 
-    single_s, single_rss = run_child(
-        ["score", "data.parquet", "--model", "m.nrad", "--out", "single.parquet", "--no-explain",
-         "--contamination", "0.001"], work)  # fmt: skip
-    single = args.rows / single_s
-    print(f"single process (nrad score, streamed Parquet in and out): {single_s:.1f} s, {single:,.0f} rows/s "
-          f"({single / bound:.0%} of the FLOP bound), peak RSS {single_rss:.2f} GiB")  # fmt: skip
+    models = (("m_nrde.nrad", "--detector nrde", bound), ("m.nrad", "fused", fused_bound))
+    for name, what, rate_bound in models:
+        single_s, single_rss = run_child(
+            ["score", "data.parquet", "--model", name, "--out", "single.parquet", "--no-explain",
+             "--contamination", "0.001"], work)  # fmt: skip
+        single = args.rows / single_s
+        print(f"single process (nrad score, streamed Parquet in and out; {what} model): {single_s:.1f} s, "
+              f"{single:,.0f} rows/s ({single / rate_bound:.0%} of its FLOP bound), "
+              f"peak RSS {single_rss:.2f} GiB")  # fmt: skip
 
     a = pd.read_parquet(work / "single.parquet", columns=["anomaly_score", "flagged"])
     kinds = (("1 worker x 2 threads, the default", []), ("2 worker processes x 1 thread", ["--processes"]))
