@@ -109,8 +109,12 @@ class AffineCoupling(nn.Module):
 
     def _scale_shift(self, x_a: Tensor) -> tuple[Tensor, Tensor]:
         raw, shift = self.conditioner(x_a)
-        log_scale = self.clamp * torch.tanh(raw / self.clamp)
-        return log_scale, shift
+        return self._squash(raw)[1], shift
+
+    def _squash(self, raw: Tensor) -> tuple[Tensor, Tensor]:
+        """``(tanh(raw / c), c tanh(raw / c))``: the soft clamp and the log-scale it gives."""
+        squashed = torch.tanh(raw / self.clamp)
+        return squashed, self.clamp * squashed
 
     def forward(self, x: Tensor, tape: list | None = None) -> tuple[Tensor, Tensor]:
         """``(y, log|det dy/dx|)``; with a ``tape`` (a list), also appends what
@@ -124,8 +128,7 @@ class AffineCoupling(nn.Module):
             return torch.cat([x_a, y_b], dim=1), log_scale.sum(dim=1)
         *hidden, out = self.conditioner.values(x_a)
         raw, shift = out.chunk(2, dim=-1)
-        squashed = torch.tanh(raw / self.clamp)
-        log_scale = self.clamp * squashed
+        squashed, log_scale = self._squash(raw)
         y_b = x_b * torch.exp(log_scale) + shift
         tape.append((*hidden, squashed, torch.exp(-log_scale), x_b))
         return torch.cat([x_a, y_b], dim=1), log_scale.sum(dim=1)
@@ -151,8 +154,8 @@ class AffineCoupling(nn.Module):
         y_a, y_b = y[:, : self.n_cond], y[:, self.n_cond :]
         *hidden, out = self.conditioner.values(y_a)
         raw, shift = out.chunk(2, dim=-1)
-        squashed = torch.tanh(raw / self.clamp)
-        inv_scale = torch.exp(-self.clamp * squashed)
+        squashed, log_scale = self._squash(raw)
+        inv_scale = torch.exp(-log_scale)
         x_b = (y_b - shift) * inv_scale
         x = torch.cat([y_a, x_b], dim=1)[:, self.inv_perm]
         return x, self.tangents((*hidden, squashed, inv_scale, x_b), tangents)
