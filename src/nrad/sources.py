@@ -11,7 +11,7 @@ rest (a gap in the sorted log-influences); the pure data are
 with ``s~ = (s_P, 0)``.  Because ``log|det J_g| = sum_i log ||J_g[:, i]||`` for
 orthogonal columns, the pure-column sum equals
 ``log|det J_g(s~)| - sum_{i in N} log ||J_g[:, i](s~)||``, which costs one
-inverse pass plus one forward-mode pass per *noise* source.
+inverse pass plus one Jacobian-vector product per *noise* source.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class SourceSplit:
 
 
 #: Above this many sources, influence is estimated from random probes
-#: (PROBES reverse-mode passes) instead of one forward-mode pass per source.
+#: (PROBES reverse-mode passes) instead of one Jacobian-vector product per source.
 EXACT_INFLUENCE_MAX_DIM = 128
 PROBES = 64
 
@@ -45,7 +45,7 @@ PROBES = 64
 def source_influence(flow: CouplingFlow, s: Tensor, generator: torch.Generator | None = None) -> np.ndarray:
     """Mean log column norm of the generator Jacobian per source, over rows ``s``.
 
-    Exact (one forward-mode pass per source) up to ``EXACT_INFLUENCE_MAX_DIM``
+    Exact (one Jacobian-vector product per source) up to ``EXACT_INFLUENCE_MAX_DIM``
     sources; above, estimated with ``PROBES`` random probes for all sources
     at once (:func:`nrad.jacobian.probed_log_column_norms`).
     """
