@@ -47,6 +47,8 @@ class TableDetector(OutlierMixin, BaseEstimator):
         Out-of-fold anomaly scores of the training rows (higher = more anomalous), as PyOD names them.
     n_features_in_ : int
         Columns seen in ``fit``.
+    feature_names_in_ : ndarray of str
+        Their names (for an array: ``x0``, ``x1``, ...).
 
     Notes
     -----
@@ -55,8 +57,6 @@ class TableDetector(OutlierMixin, BaseEstimator):
     cross-fitted flow; the error names the rows needed) and checks that
     expect a share of rows flagged on small clean data (Benjamini-Hochberg
     flags none without evidence); tests/test_estimator.py names them.
-    feature_names_in_ : ndarray of str
-        Their names (for an array: ``x0``, ``x1``, ...).
     """
 
     def __init__(

@@ -122,15 +122,12 @@ class AffineCoupling(nn.Module):
         costs only the tangents' ops (the IMA penalty's training steps)."""
         x = x[:, self.perm]
         x_a, x_b = x[:, : self.n_cond], x[:, self.n_cond :]
-        if tape is None:
-            log_scale, shift = self._scale_shift(x_a)
-            y_b = x_b * torch.exp(log_scale) + shift
-            return torch.cat([x_a, y_b], dim=1), log_scale.sum(dim=1)
         *hidden, out = self.conditioner.values(x_a)
         raw, shift = out.chunk(2, dim=-1)
         squashed, log_scale = self._squash(raw)
         y_b = x_b * torch.exp(log_scale) + shift
-        tape.append((*hidden, squashed, torch.exp(-log_scale), x_b))
+        if tape is not None:
+            tape.append((*hidden, squashed, torch.exp(-log_scale), x_b))
         return torch.cat([x_a, y_b], dim=1), log_scale.sum(dim=1)
 
     def inverse(self, y: Tensor) -> tuple[Tensor, Tensor]:
