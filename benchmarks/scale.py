@@ -10,15 +10,16 @@ compare like with like:
    ``nrad fit --detector nrde`` (the flows' density alone);
 3. measure this CPU's float64 matmul GFLOP/s with torch (2048^3, best of 5)
    and count the flows' FLOPs per scored row with
-   ``torch.utils.flop_counter.FlopCounterMode`` on a real scoring call
-   (matmuls only: 2 x multiply-adds; a new row is scored by every
-   cross-fitted flow), plus the neighbour search's matrix product (2 x
+   ``torch.utils.flop_counter.FlopCounterMode`` on the scoring kernel, one
+   block of rows per flow (matmuls only: 2 x multiply-adds; a new row is
+   scored by every cross-fitted flow; padding rows not counted), plus the neighbour search's matrix product (2 x
    reference rows x columns per fold, counted by hand); the upper bound on
    rows/s is their ratio (elementwise work such as tanh/exp, the search's
    selection and the isolation trees are left out, so it is generous);
-4. time the flows' scoring kernel alone (rows already in memory) per chunk
-   size, and against scoring one chunk at a time on all torch threads; then
-   the fused score's members;
+4. time the flows' score by the layers' autograd (training) form, as
+   scoring ran before the feature-major kernel; the kernel (rows already in
+   memory) per chunk size, and against scoring one chunk at a time on all
+   torch threads; then the fused score's members;
 5. ``nrad score DATA --out OUT.parquet --no-explain`` in a child process,
    with each model: wall time -> rows/s, and its peak RSS (the child's own
    ``getrusage(RUSAGE_SELF)``);
@@ -102,13 +103,41 @@ def numeric_rows(model: object, frame: object) -> np.ndarray:
 
 
 def flow_flops_per_row(model: object, z: np.ndarray) -> float:
-    """Matmul FLOPs per row of the flows' score (all cross-fitting flows: a new row is scored by each)."""
+    """Matmul FLOPs per row of the flows' score (all cross-fitting flows: a new row is scored by each).
+
+    Counted on exactly one of the scoring kernel's blocks per flow, so that no
+    padding row is counted as work.
+    """
     from torch.utils.flop_counter import FlopCounterMode
 
-    counter = FlopCounterMode(display=False)
-    with counter:
-        model.flow_score(z)
-    return counter.get_total_flops() / len(z)
+    from nrad.kernel import ScoringKernel, block_rows
+
+    total = 0.0
+    for det in model.detectors:
+        noise = tuple(int(i) for i in det.noise_sources_)
+        rows = block_rows(len(noise))
+        counter = FlopCounterMode(display=False)
+        with counter:
+            ScoringKernel(det.flow_).pure_log_density(det._standardize(z[:rows]), noise, det.latent_tail)
+        total += counter.get_total_flops() / rows
+    return total
+
+
+def autograd_form_rows_per_s(model: object, z: np.ndarray) -> float:
+    """The flows' score by the training (autograd) form of the layers, chunks in parallel as in
+    the product: what scoring ran before the feature-major kernel."""
+    from nrad.detector import _map_chunks
+    from nrad.sources import pure_log_density
+
+    def score(det: object) -> np.ndarray:
+        noise, tail = tuple(int(i) for i in det.noise_sources_), det.latent_tail
+        return _map_chunks(det._standardize(z), lambda x: pure_log_density(det.flow_, x, noise, tail))
+
+    score(model.detectors[0])  # warm-up
+    start = time.perf_counter()
+    for det in model.detectors:
+        score(det)
+    return len(z) / (time.perf_counter() - start)
 
 
 def neighbour_flops_per_row(model: object) -> float:
@@ -120,16 +149,16 @@ def neighbour_flops_per_row(model: object) -> float:
 
 
 def op_profile(model: object, z: np.ndarray, top: int = 5) -> str:
-    """Where the flows' scoring kernel spends its time: torch profiler, 5 chunks of 8,192 rows, serially."""
+    """Where the flows' scoring kernel spends its time: torch profiler, 5 chunks, serially."""
     from torch.profiler import ProfilerActivity, profile
 
     import nrad.detector as detector
 
     run_chunks, detector._run_chunks = detector._run_chunks, serial_chunks  # profile on this thread
     try:
-        model.flow_score(z[:8192])  # warm-up
+        model.flow_score(z[: detector.SCORE_CHUNK])  # warm-up
         with profile(activities=[ProfilerActivity.CPU]) as prof:
-            model.flow_score(z[: 5 * 8192])
+            model.flow_score(z[: 5 * detector.SCORE_CHUNK])
     finally:
         detector._run_chunks = run_chunks
     events = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
@@ -178,27 +207,34 @@ def serial_chunks(chunks: list, fn: object, grad: bool = False) -> list:
         return [fn(c) for c in chunks]
 
 
-def compiled_kernel_rows_per_s(model: object, z: np.ndarray, chunk: int = 8192) -> tuple[float, float, float]:
-    """One flow's log density under ``torch.compile`` (inductor, CPU), full chunks only.
+def compiled_kernel_rows_per_s(model: object, z: np.ndarray, chunk: int = 2016) -> tuple[float, ...]:
+    """One flow's full log density (no noise-source products) under ``torch.compile`` (inductor,
+    CPU) against the feature-major kernel's, both on one thread, full chunks only.
 
-    Returns (compile seconds, rows/s, largest absolute difference from eager).
+    Returns (compile seconds, compiled rows/s, kernel rows/s, largest absolute difference).
     """
     import torch
 
+    from nrad.kernel import ScoringKernel
+    from nrad.threads import one_torch_thread
+
     detector = model.detectors[0]
     flow = detector.flow_
+    kernel = ScoringKernel(flow)
     Z = detector._standardize(z)
     Z = Z[: len(Z) // chunk * chunk]
     compiled = torch.compile(flow.log_prob, dynamic=False)
-    with torch.inference_mode():
+    with torch.inference_mode(), one_torch_thread():
         start = time.perf_counter()
         compiled(Z[:chunk])
         compile_s = time.perf_counter() - start
         start = time.perf_counter()
         out = torch.cat([compiled(Z[i : i + chunk]) for i in range(0, len(Z), chunk)])
         rate = len(Z) / (time.perf_counter() - start)
-        eager = torch.cat([flow.log_prob(Z[i : i + chunk]) for i in range(0, len(Z), chunk)])
-    return compile_s, rate, float((out - eager).abs().max())
+        start = time.perf_counter()
+        eager = torch.cat([kernel.pure_log_density(Z[i : i + chunk], ()) for i in range(0, len(Z), chunk)])
+        kernel_rate = len(Z) / (time.perf_counter() - start)
+    return compile_s, rate, kernel_rate, float((out - eager).abs().max())
 
 
 def explain_cost(model: object, data: Path, rows: int = 20_000) -> tuple[float, float]:
@@ -304,7 +340,7 @@ def report(work: Path, args: argparse.Namespace) -> None:
     z = np.tile(z, (4, 1))  # 400,000 rows in memory for the kernel timings
     f64 = matmul_gflops(torch.float64)
     f32 = matmul_gflops(torch.float32)
-    flows = flow_flops_per_row(model, z[:8192])
+    flows = flow_flops_per_row(model, z)
     search = neighbour_flops_per_row(model)
     bound, fused_bound = f64 * 1e9 / flows, f64 * 1e9 / (flows + search)
     n_flows = len(model.detectors)
@@ -312,10 +348,13 @@ def report(work: Path, args: argparse.Namespace) -> None:
     print(f"model: {n_flows} cross-fitted flows, {flows:,.0f} matmul FLOPs per row together (float64, "
           f"{len(model.detectors[0].noise_sources_)} noise sources) -> bound {bound:,.0f} rows/s; "
           f"with the neighbour search ({search:,.0f} more) {fused_bound:,.0f} rows/s")  # fmt: skip
-    kernel = {chunk: kernel_rows_per_s(model, z, chunk) for chunk in (1024, 4096, 8192, 32768)}
-    print("flows' scoring kernel, rows in memory: " + ", ".join(
+    before = autograd_form_rows_per_s(model, z[:100_000])
+    print(f"flows' score by the autograd (training) form of the layers, rows in memory: {before:,.0f} rows/s "
+          f"({before / bound:.0%} of bound)")  # fmt: skip
+    kernel = {chunk: kernel_rows_per_s(model, z, chunk) for chunk in (2016, 8064, 32256)}
+    print("flows' scoring kernel (feature-major), rows in memory: " + ", ".join(
         f"chunk {c}: {r:,.0f} rows/s ({r / bound:.0%} of bound)" for c, r in kernel.items()))  # fmt: skip
-    serial = kernel_rows_per_s(model, z, 8192, serial=True)
+    serial = kernel_rows_per_s(model, z, 8064, serial=True)
     print(f"  (chunks run {torch.get_num_threads()} at a time, one torch thread each; one chunk at a time "
           f"with each op on {torch.get_num_threads()} threads instead: {serial:,.0f} rows/s, "
           f"{serial / bound:.0%} of bound)")  # fmt: skip
@@ -325,10 +364,10 @@ def report(work: Path, args: argparse.Namespace) -> None:
         f"fused score (flows + neighbour + isolation), rows in memory: {fused:,.0f} rows/s "
         f"({fused / fused_bound:.0%} of its bound); the neighbour search {search_share:.0%} of the time"
     )
-    compile_s, compiled, diff = compiled_kernel_rows_per_s(model, z)
-    print(f"one flow's log density under torch.compile (inductor, chunk 8192): {compiled:,.0f} rows/s "
-          f"({compiled / (bound * n_flows):.0%} of one flow's bound) after {compile_s:.0f} s compiling; "
-          f"max |diff| {diff:.1e}")  # fmt: skip
+    compile_s, compiled, eager, diff = compiled_kernel_rows_per_s(model, z)
+    print(f"one flow's full log density on one thread (no noise-source products), chunk 2016: "
+          f"torch.compile (inductor) {compiled:,.0f} rows/s after {compile_s:.0f} s compiling, "
+          f"the kernel {eager:,.0f} rows/s; max |diff| {diff:.1e}")  # fmt: skip
     del z
     plain, explained = explain_cost(model, work / "data.parquet")
     print(f"explanations (top_features, 20,000 rows): {explained:.2f} s vs {plain:.2f} s without, "

@@ -19,15 +19,14 @@ from nrad.calibration import TailModel
 from nrad.errors import FitDivergedError, NradError
 from nrad.flow import CouplingFlow, standard_normal_logpdf
 from nrad.jacobian import ima_penalty
+from nrad.kernel import ScoringKernel
 from nrad.preprocess import standardization
 from nrad.sources import pure_log_density, source_influence, split_sources
 from nrad.threads import one_torch_thread, torch_thread_pool
 
-#: Rows per chunk when scoring: fixed so results never depend on how the
-#: caller batches its rows.
-SCORE_CHUNK = 8192
-#: Chunks are padded to a multiple of this many rows (see ``_map_chunks``).
-PAD_ROWS = 16
+#: Rows per chunk when scoring (chunks run in parallel, one per torch thread): four of the
+#: scoring kernel's blocks of 2,016 rows.  A row's score does not depend on it.
+SCORE_CHUNK = 8064
 #: Training rows used to measure source influence (a mean; 2,000 rows pin it
 #: down well), fewer for wide data so rows x d stays near 200,000.
 INFLUENCE_ROWS = 2000
@@ -284,7 +283,8 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
 
     def _log_density_standardized(self, Z: torch.Tensor) -> np.ndarray:
         noise = tuple(int(i) for i in self.noise_sources_)
-        return _map_chunks(Z, lambda z: pure_log_density(self.flow_, z, noise, self.latent_tail))
+        kernel = ScoringKernel(self.flow_)
+        return _map_chunks(Z, lambda z: kernel.pure_log_density(z, noise, self.latent_tail))
 
     def p_values(self, X: Any) -> np.ndarray:
         """p-values of each row against the calibration rows (conformal, with a fitted tail).
@@ -342,7 +342,8 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
 
     def transform(self, X: Any) -> np.ndarray:
         """The estimated sources ``s = f(x)`` of each row, shape (n, n_features_in_)."""
-        return _map_chunks(self._standardize(X), lambda z: self.flow_(z)[0])
+        kernel = ScoringKernel(self.flow_)
+        return _map_chunks(self._standardize(X), lambda z: kernel.sources(z)[0])
 
     # -- helpers ---------------------------------------------------------
 
@@ -467,23 +468,12 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
 def _map_chunks(Z: torch.Tensor, fn: Any) -> np.ndarray:
     """Apply ``fn`` to fixed-size row chunks without autograd; float64 out.
 
-    Each chunk is padded (with copies of its last row) to a multiple of
-    ``PAD_ROWS`` rows: the vectorized matrix kernels treat the last rows of a
-    chunk whose size is not such a multiple with other instructions, which
-    round differently in the last bit (measured: scored in batches of 1 to 65
-    rows, 17 of 45 batch sizes gave some row a score 1 ulp off the same row
-    scored in a block of 3,000; padded, none).  So every row takes the same
-    path, and a row's score does not depend on how the rows were batched
-    (streamed, Dask, in memory).
+    ``fn`` must score each row on its own (``ScoringKernel`` does, to the
+    bit), so the result does not depend on how the caller batched its rows
+    (streamed, Dask, in memory) nor on the chunks.
     """
     n = Z.shape[0]
-
-    def padded(z: torch.Tensor) -> torch.Tensor:
-        extra = -z.shape[0] % PAD_ROWS
-        full = torch.cat([z, z[-1:].expand(extra, -1)]) if extra else z
-        return fn(full)[: z.shape[0]]
-
-    parts = _run_chunks([Z[i : i + SCORE_CHUNK] for i in range(0, n, SCORE_CHUNK)], padded)
+    parts = _run_chunks([Z[i : i + SCORE_CHUNK] for i in range(0, n, SCORE_CHUNK)], fn)
     if not parts:
         return np.zeros(0)
     return torch.cat(parts).numpy().astype(np.float64, copy=False)
