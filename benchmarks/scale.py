@@ -12,8 +12,9 @@ compare like with like:
    and count the flows' FLOPs per scored row with
    ``torch.utils.flop_counter.FlopCounterMode`` on the scoring kernel, one
    block of rows per flow (matmuls only: 2 x multiply-adds; a new row is
-   scored by every cross-fitted flow; padding rows not counted), plus the neighbour search's matrix product (2 x
-   reference rows x columns per fold, counted by hand); the upper bound on
+   scored by every cross-fitted flow; padding rows not counted), plus the
+   neighbour search's matrix product (2 x reference rows x columns per fold,
+   counted by hand); the upper bound on
    rows/s is their ratio (elementwise work such as tanh/exp, the search's
    selection and the isolation trees are left out, so it is generous);
 4. time the flows' score by the layers' autograd (training) form, as
@@ -33,6 +34,7 @@ Run on an idle machine (torch's threads spin when another job holds a core):
 
     python benchmarks/scale.py                 # 5M rows
     python benchmarks/scale.py --rows 20000000 --workdir /big/disk
+    python benchmarks/scale.py --reuse /tmp/nrad-scale-XXXX   # kept by --keep: no new fits
 """
 
 from __future__ import annotations
@@ -237,7 +239,7 @@ def compiled_kernel_rows_per_s(model: object, z: np.ndarray, chunk: int = 2016) 
     return compile_s, rate, kernel_rate, float((out - eager).abs().max())
 
 
-def explain_cost(model: object, data: Path, rows: int = 20_000) -> tuple[float, float]:
+def explain_cost(model: object, data: Path, rows: int) -> tuple[float, float]:
     """Seconds for ``score_rows`` on ``rows`` rows without and with explanations."""
     import pyarrow.parquet as pq
 
@@ -305,13 +307,33 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=None, help="Scratch folder (default: a temp dir).")
     parser.add_argument("--keep", action="store_true", help="Keep the scratch folder (and its m.nrad).")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--explain-rows", type=int, default=2_000, help="Rows for the explanation cost.")
+    parser.add_argument(
+        "--reuse", type=Path, default=None,
+        help="A scratch folder an earlier run kept (--keep): its table and models are used as they are.",
+    )  # fmt: skip
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="nrad-scale-", dir=args.workdir))
+    work = args.reuse or Path(tempfile.mkdtemp(prefix="nrad-scale-", dir=args.workdir))
     try:
         report(work, args)
     finally:
-        if not args.keep:
+        if not args.keep and args.reuse is None:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def fit_models(work: Path, args: argparse.Namespace) -> None:
+    """Write the table and fit both models on it (each in a child process)."""
+    start = time.perf_counter()
+    write_table(work / "data.parquet", args.rows, args.cols, args.seed)
+    size = (work / "data.parquet").stat().st_size / 2**30
+    print(f"table: {args.rows:,} rows x {args.cols} columns, {size:.2f} GiB Parquet, "
+          f"written in {time.perf_counter() - start:.0f} s")  # fmt: skip
+    for name, extra in (("m.nrad", []), ("m_nrde.nrad", ["--detector", "nrde"])):
+        fit_s, fit_rss = run_child(
+            ["fit", "data.parquet", "--model", name, "--seed", str(args.seed), *extra], work
+        )
+        label = " ".join(["nrad fit", *extra])
+        print(f"{label} (200,000-row reservoir sample): {fit_s:.0f} s, peak RSS {fit_rss:.2f} GiB")
 
 
 def report(work: Path, args: argparse.Namespace) -> None:
@@ -322,19 +344,11 @@ def report(work: Path, args: argparse.Namespace) -> None:
     from nrad.workflow import load
 
     print(f"machine: {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} threads")
-    start = time.perf_counter()
-    write_table(work / "data.parquet", args.rows, args.cols, args.seed)
-    size = (work / "data.parquet").stat().st_size / 2**30
-    print(f"table: {args.rows:,} rows x {args.cols} columns, {size:.2f} GiB Parquet, "
-          f"written in {time.perf_counter() - start:.0f} s")  # fmt: skip
-
-    for name, extra in (("m.nrad", []), ("m_nrde.nrad", ["--detector", "nrde"])):
-        fit_s, fit_rss = run_child(
-            ["fit", "data.parquet", "--model", name, "--seed", str(args.seed), *extra], work
-        )
-        label = " ".join(["nrad fit", *extra])
-        print(f"{label} (200,000-row reservoir sample): {fit_s:.0f} s, peak RSS {fit_rss:.2f} GiB")
-
+    if args.reuse is not None:
+        args.rows = pq.ParquetFile(work / "data.parquet").metadata.num_rows
+        print(f"table and models reused from an earlier run ({args.rows:,} rows; not fitted again)")
+    else:
+        fit_models(work, args)
     model = load(work / "m.nrad")
     z = numeric_rows(model, pq.ParquetFile(work / "data.parquet").read_row_group(0).to_pandas())
     z = np.tile(z, (4, 1))  # 400,000 rows in memory for the kernel timings
@@ -369,9 +383,9 @@ def report(work: Path, args: argparse.Namespace) -> None:
           f"torch.compile (inductor) {compiled:,.0f} rows/s after {compile_s:.0f} s compiling, "
           f"the kernel {eager:,.0f} rows/s; max |diff| {diff:.1e}")  # fmt: skip
     del z
-    plain, explained = explain_cost(model, work / "data.parquet")
-    print(f"explanations (top_features, 20,000 rows): {explained:.2f} s vs {plain:.2f} s without, "
-          f"{explained / plain:.0f}x")  # fmt: skip
+    plain, explained = explain_cost(model, work / "data.parquet", args.explain_rows)
+    print(f"explanations (top_features, {args.explain_rows:,} rows): {explained:.2f} s vs {plain:.2f} s "
+          f"without, {explained / plain:.0f}x")  # fmt: skip
 
     models = (("m_nrde.nrad", "--detector nrde", bound), ("m.nrad", "fused", fused_bound))
     for name, what, rate_bound in models:

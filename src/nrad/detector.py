@@ -19,7 +19,7 @@ from nrad.calibration import TailModel
 from nrad.errors import FitDivergedError, NradError
 from nrad.flow import CouplingFlow, standard_normal_logpdf
 from nrad.jacobian import ima_penalty
-from nrad.kernel import ScoringKernel
+from nrad.kernel import ROW_MULTIPLE, ScoringKernel
 from nrad.preprocess import standardization
 from nrad.sources import pure_log_density, source_influence, split_sources
 from nrad.threads import one_torch_thread, torch_thread_pool
@@ -466,16 +466,20 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
 
 
 def _map_chunks(Z: torch.Tensor, fn: Any) -> np.ndarray:
-    """Apply ``fn`` to fixed-size row chunks without autograd; float64 out.
+    """Apply ``fn`` to row chunks without autograd, one chunk per torch thread at a time; float64 out.
 
-    ``fn`` must score each row on its own (``ScoringKernel`` does, to the
-    bit), so the result does not depend on how the caller batched its rows
-    (streamed, Dask, in memory) nor on the chunks.
+    Chunks hold ``SCORE_CHUNK`` rows, fewer when that leaves a thread idle
+    (explanations score a few thousand trial rows per call).  ``fn`` must
+    score each row on its own (``ScoringKernel`` does, to the bit), so the
+    result depends neither on the chunks nor on how the caller batched its
+    rows (streamed, Dask, in memory).
     """
     n = Z.shape[0]
-    parts = _run_chunks([Z[i : i + SCORE_CHUNK] for i in range(0, n, SCORE_CHUNK)], fn)
-    if not parts:
+    if n == 0:
         return np.zeros(0)
+    per_thread = -(-n // torch.get_num_threads())
+    size = min(SCORE_CHUNK, -(-per_thread // ROW_MULTIPLE) * ROW_MULTIPLE)  # whole blocks
+    parts = _run_chunks([Z[i : i + size] for i in range(0, n, size)], fn)
     return torch.cat(parts).numpy().astype(np.float64, copy=False)
 
 

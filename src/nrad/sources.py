@@ -114,7 +114,9 @@ def pure_log_density(
     """Log density of each row's pure data ``x_p = g(s_P, 0)`` on the pure manifold.
 
     With no noise sources this is exactly the flow's log density of ``x``.
-    ``latent_tail``: see :func:`nrad.flow.base_logpdf`.
+    ``latent_tail``: see :func:`nrad.flow.base_logpdf`.  Differentiable
+    (explanations take its gradient); scoring uses
+    :class:`nrad.kernel.ScoringKernel`, the same numbers to rounding, faster.
     """
     s, logdet_forward = flow(x)
     if len(noise) == 0:
