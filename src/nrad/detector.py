@@ -478,7 +478,7 @@ def _map_chunks(Z: torch.Tensor, fn: Any) -> np.ndarray:
     if n == 0:
         return np.zeros(0)
     per_thread = -(-n // torch.get_num_threads())
-    size = min(SCORE_CHUNK, -(-per_thread // ROW_MULTIPLE) * ROW_MULTIPLE)  # whole blocks
+    size = min(SCORE_CHUNK, -(-per_thread // ROW_MULTIPLE) * ROW_MULTIPLE)  # no padding but the last
     parts = _run_chunks([Z[i : i + size] for i in range(0, n, size)], fn)
     return torch.cat(parts).numpy().astype(np.float64, copy=False)
 

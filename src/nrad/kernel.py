@@ -6,7 +6,7 @@ matrix, instead of the training path's ``(rows, features)``.  Then
 
 * a coupling layer's permutation copies whole contiguous rows of that
   matrix (``index_select`` on dim 0, a memory copy per feature) where the
-  row-major gather moves one element at a time (~2 ns each, measured: as
+  row-major gather moves one element at a time (2-3.5 ns each, measured: as
   slow as a third of the layer's matrix products on 20 features);
 * the conditioning half, the log-scale and the shift are contiguous
   slices of the layer's input and output, not strided views that the next
@@ -22,12 +22,12 @@ matrix, instead of the training path's ``(rows, features)``.  Then
   pass runs once, its values shared by the log-determinant and the
   tangents (the training path runs it twice).
 
-Measured by ``benchmarks/scale.py`` and docs/scaling.md ("Scoring"): on
-20 features, 2-4x the rows per second of the training path.  Written by
-hand because it is a second form of ``flow.py``'s layers, not a general
-kernel: ``torch.compile`` fused the elementwise ops but reached 24% of
-the FLOP bound at best, after a compile (seconds, and a C++ compiler) in
-every process that scores.  The two forms agree to rounding (tests compare
+Measured by ``benchmarks/scale.py`` (docs/scaling.md, "Scoring kernel"):
+on 20 features, 2-4x the rows per second of the training path's form.
+Written by hand because it is a second form of ``flow.py``'s layers, not
+a general kernel: ``torch.compile`` fuses the elementwise ops, but scored
+0.6-0.8x this kernel's rows/s, after a compile (seconds, and a C++
+compiler) in every process that scores.  The two forms agree to rounding (tests compare
 them); all scoring in the product goes through this one, so a row's score
 never depends on which form ran.  Explanations need gradients and use the
 autograd form.
