@@ -139,14 +139,14 @@ def autograd_form_rows_per_s(model: object, z: np.ndarray) -> float:
     from nrad.detector import _map_chunks
     from nrad.sources import pure_log_density
 
-    def score(det: object) -> np.ndarray:
+    def score(det: object, rows: np.ndarray) -> np.ndarray:
         noise, tail = tuple(int(i) for i in det.noise_sources_), det.latent_tail
-        return _map_chunks(det._standardize(z), lambda x: pure_log_density(det.flow_, x, noise, tail))
+        return _map_chunks(det._standardize(rows), lambda x: pure_log_density(det.flow_, x, noise, tail))
 
-    score(model.detectors[0])  # warm-up
+    score(model.detectors[0], z[:2016])  # warm-up
     start = time.perf_counter()
     for det in model.detectors:
-        score(det)
+        score(det, z)
     return len(z) / (time.perf_counter() - start)
 
 
@@ -315,7 +315,7 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=None, help="Scratch folder (default: a temp dir).")
     parser.add_argument("--keep", action="store_true", help="Keep the scratch folder (and its m.nrad).")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--explain-rows", type=int, default=2_000, help="Rows for the explanation cost.")
+    parser.add_argument("--explain-rows", type=int, default=200, help="Rows for the explanation cost.")
     parser.add_argument("--skip-dask", action="store_true", help="Stop after the single-process runs.")
     parser.add_argument(
         "--reuse", type=Path, default=None,
