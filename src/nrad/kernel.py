@@ -26,7 +26,7 @@ Measured by ``benchmarks/scale.py`` (docs/scaling.md, "Scoring kernel"):
 on 20 features, 2-4x the rows per second of the training path's form.
 Written by hand because it is a second form of ``flow.py``'s layers, not
 a general kernel: ``torch.compile`` fuses the elementwise ops, but scored
-0.6-0.8x this kernel's rows/s, after a compile (seconds, and a C++
+0.64-0.72x this kernel's rows/s, after a compile (seconds, and a C++
 compiler) in every process that scores.  The two forms agree to rounding (tests compare
 them); all scoring in the product goes through this one, so a row's score
 never depends on which form ran.  Explanations need gradients and use the
