@@ -27,10 +27,10 @@ on 20 features, 2-4x the rows per second of the training path's form.
 Written by hand because it is a second form of ``flow.py``'s layers, not
 a general kernel: ``torch.compile`` fuses the elementwise ops, but scored
 0.64-0.72x this kernel's rows/s, after a compile (seconds, and a C++
-compiler) in every process that scores.  The two forms agree to rounding (tests compare
-them); all scoring in the product goes through this one, so a row's score
-never depends on which form ran.  Explanations need gradients and use the
-autograd form.
+compiler) in every process that scores.  The two forms agree to rounding
+(tests compare them); all scoring in the product goes through this one,
+so a row's score never depends on which form ran.  Explanations need
+gradients and use the autograd form.
 """
 
 from __future__ import annotations
@@ -251,7 +251,8 @@ def _cat(parts: list[Tensor], dim: int, n: int) -> Tensor:
 
 
 def _silu_and_slope(h: Tensor) -> tuple[Tensor, Tensor]:
-    """``(silu(h), silu'(h))``, ``silu'(h) = sigmoid(h) (1 - silu(h)) + silu(h)``; overwrites ``h``."""
+    """``(silu(h), silu'(h))``; overwrites ``h``.  ``flow._silu_slope``'s formula, with the
+    sigmoid computed once for both (the training form gets ``silu(h)`` from ``F.silu``)."""
     sig = torch.sigmoid(h)
     silu = h.mul_(sig)
     return silu, torch.addcmul(silu, sig, 1 - silu)
