@@ -14,10 +14,12 @@ matrix, instead of the training path's ``(rows, features)``.  Then
 * rows go through the layers in blocks of about 2,000 (``BLOCK_ROWS``), so
   a layer's activations stay in the core's cache;
 * the Jacobian-vector products for noise sources run as one matrix
-  product per weight over ``(noise sources x rows)`` columns, in blocks of
-  about ``TANGENT_COLUMNS`` columns (a chunk of 8,192 rows with 15 noise
-  sources made 63 MB activations and ran at half the speed of chunks of
-  1,024 rows);
+  product per weight over ``(noise sources x rows)`` columns, on slices of
+  a block of about ``TANGENT_COLUMNS`` columns (a chunk of 8,192 rows with
+  15 noise sources made 63 MB activations and ran at half the speed of
+  chunks of 1,024 rows); the passes through the layers stay on the whole
+  block (on the slices' ~300 rows, their ~100 small ops per pass cost
+  20% of the kernel's rows/s, measured);
 * values not needed again are overwritten in place, and the generator
   pass runs once, its values shared by the log-determinant and the
   tangents (the training path runs it twice).
@@ -107,7 +109,7 @@ class _Coupling:
         tanh_slope = squashed.mul_(squashed).neg_().add_(1)  # d(c tanh(r / c)) / dr = 1 - tanh^2
         return x, -log_scale.sum(dim=0), (slope1, slope2, tanh_slope, inv_scale, x_b)
 
-    def tangents(self, values: tuple[Tensor, ...], t: Tensor) -> Tensor:
+    def tangents(self, values: Sequence[Tensor], t: Tensor) -> Tensor:
         """The inverse's Jacobian applied to tangents ``t`` of shape ``(dim, k, rows)``."""
         slope1, slope2, tanh_slope, inv_scale, x_b = (v[:, None, :] for v in values)
         (w1, w2, w3), (_, k, n) = self.weights, t.shape
@@ -129,27 +131,30 @@ class _Coupling:
 
 @dataclass(frozen=True)
 class _Linear:
-    """The data-side LU layer's factors, detached: ``z = P L U x``."""
+    """The data-side LU layer, detached: ``z = P L U x``, and its inverse as one matrix."""
 
     lower: Tensor
     upper: Tensor
     perm: Tensor
-    inv_perm: Tensor
+    inverse_matrix: Tensor
     log_det: Tensor
 
     @classmethod
     def of(cls, layer: LULinear) -> _Linear:
         lower, upper = (f.detach().contiguous() for f in layer._factors())
-        return cls(lower, upper, layer.perm, layer.inv_perm, layer.log_diag.detach().sum())
+        # (P L U)^-1 once, so that the tangents' inverse is one product: two triangular solves
+        # over (noise sources x rows) columns took 5% of the kernel's time, the product 1%.
+        eye = torch.eye(len(lower), dtype=lower.dtype)[layer.inv_perm]
+        y = torch.linalg.solve_triangular(lower, eye, upper=False, unitriangular=True)
+        inverse = torch.linalg.solve_triangular(upper, y, upper=True).contiguous()
+        return cls(lower, upper, layer.perm, inverse, layer.log_diag.detach().sum())
 
     def forward(self, x: Tensor) -> Tensor:
         return (self.lower @ (self.upper @ x)).index_select(0, self.perm)
 
     def inverse(self, z: Tensor) -> Tensor:
         """``x = U^-1 L^-1 P^T z`` for feature-major ``z`` (columns of any count)."""
-        y = z.index_select(0, self.inv_perm)
-        y = torch.linalg.solve_triangular(self.lower, y, upper=False, unitriangular=True)
-        return torch.linalg.solve_triangular(self.upper, y, upper=True)
+        return self.inverse_matrix @ z
 
 
 class ScoringKernel:
@@ -166,6 +171,8 @@ class ScoringKernel:
         layers = list(flow.layers)
         self.linear = _Linear.of(layers.pop(0)) if layers and isinstance(layers[0], LULinear) else None
         self.couplings = [_Coupling.of(layer) for layer in layers]
+        self.dim = flow.dim
+        self.dtype = next(flow.parameters()).dtype
 
     def sources(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """``(s, log|det ds/dx|)`` of row-major ``x``; ``s`` row-major."""
@@ -177,14 +184,14 @@ class ScoringKernel:
     def pure_log_density(self, x: Tensor, noise: Sequence[int], latent_tail: float | None = None) -> Tensor:
         """:func:`nrad.sources.pure_log_density` of row-major ``x`` (rows of any count).
 
-        With ``k`` noise sources the rows are taken in blocks of about
-        ``TANGENT_COLUMNS / k``, so that a block's tangents stay in cache.
+        With ``k`` noise sources the tangents are taken in slices of about
+        ``TANGENT_COLUMNS / k`` rows, so that a slice's tangents stay in cache.
         """
         if len(x) == 0:
             return x.new_zeros(0)
         noise_idx = torch.as_tensor(list(noise), dtype=torch.long)
         parts = []
-        for block in _blocks(x, block_rows(len(noise))):
+        for block in _blocks(x, BLOCK_ROWS):
             if len(noise) == 0:
                 s, logdet = self._forward(block)
                 parts.append(base_logpdf(s, latent_tail).sum(dim=0) + logdet)
@@ -203,7 +210,11 @@ class ScoringKernel:
         return x, logdet
 
     def _pure_block(self, x: Tensor, noise: Tensor, latent_tail: float | None) -> Tensor:
-        """Pure-data log density of feature-major rows ``x``, with noise sources ``noise``."""
+        """Pure-data log density of feature-major rows ``x``, with noise sources ``noise``.
+
+        The passes through the layers run on the whole block; the tangents,
+        ``noise sources`` times wider, on slices of ``block_rows(k)`` rows.
+        """
         s, _ = self._forward(x)
         pure = torch.ones(s.shape[0], dtype=torch.bool)
         pure[noise] = False
@@ -215,21 +226,32 @@ class ScoringKernel:
             h, ld, values = layer.inverse(h)
             logdet_generator = logdet_generator + ld
             tape.append(values)
-        k, n = len(noise), s.shape[1]
-        t = s.new_zeros(s.shape[0], k, n)
+        if self.linear is not None:
+            logdet_generator = logdet_generator - self.linear.log_det
+        n, rows = s.shape[1], block_rows(len(noise))
+        log_norms = [
+            self._log_norms(_columns(tape, start, rows), noise, min(rows, n - start))
+            for start in range(0, n, rows)
+        ]
+        return latent - logdet_generator + torch.cat(log_norms)
+
+    def _log_norms(self, tape: list[list[Tensor]], noise: Tensor, n: int) -> Tensor:
+        """Per row of the ``n`` rows of ``tape``, the sum over noise sources of the log norm of the
+        generator's derivative in that source."""
+        k = len(noise)
+        t = torch.zeros(self.dim, k, n, dtype=self.dtype)
         t[noise, torch.arange(k)] = 1.0
         for layer, values in zip(reversed(self.couplings), tape, strict=True):
             t = layer.tangents(values, t)
         t = t.reshape(-1, k * n)
         if self.linear is not None:
-            logdet_generator = logdet_generator - self.linear.log_det
             t = self.linear.inverse(t)
-        log_norms = 0.5 * torch.log(t.pow(2).sum(dim=0) + 1e-30)
-        return latent - logdet_generator + log_norms.view(k, n).sum(dim=0)
+        return (0.5 * torch.log(t.pow(2).sum(dim=0) + 1e-30)).view(k, n).sum(dim=0)
 
 
 def block_rows(n_noise: int) -> int:
-    """Rows per block with ``n_noise`` noise sources (a multiple of ``ROW_MULTIPLE``)."""
+    """Rows per block (``n_noise`` = 0) or per slice of tangents for ``n_noise`` noise sources (a
+    multiple of ``ROW_MULTIPLE``)."""
     rows = BLOCK_ROWS if n_noise == 0 else min(BLOCK_ROWS, TANGENT_COLUMNS // n_noise)
     return max(ROW_MULTIPLE, round(rows / ROW_MULTIPLE) * ROW_MULTIPLE)
 
@@ -243,6 +265,11 @@ def _blocks(x: Tensor, rows: int) -> list[Tensor]:
         extra = -block.shape[0] % ROW_MULTIPLE
         blocks.append(torch.cat([block, block[-1:].expand(extra, -1)]).T.contiguous())
     return blocks
+
+
+def _columns(tape: list[tuple[Tensor, ...]], start: int, rows: int) -> list[list[Tensor]]:
+    """Rows ``start`` to ``start + rows`` of every value on the tape (feature-major: columns)."""
+    return [[v[:, start : start + rows] for v in values] for values in tape]
 
 
 def _cat(parts: list[Tensor], dim: int, n: int) -> Tensor:
