@@ -22,7 +22,7 @@ import pytest
 
 from nrad.errors import NradError
 from nrad.model_file import load_model, save_model
-from nrad.stream import kth_largest, sample_table, score_file
+from nrad.stream import even_batch_rows, kth_largest, sample_table, score_file
 from nrad.table import TableModel, fit_table
 from nrad.workflow import fit_model
 
@@ -153,6 +153,25 @@ def test_streamed_contamination_flags_the_same_rows(
     assert_same_rows(got, ref)
     assert outcome.top["flagged"].tolist() == ref["flagged"].iloc[outcome.top.index].tolist()
     assert "top_features" not in got.columns and got["flagged"].sum() == np.ceil(0.07 * 3000)
+
+
+@pytest.mark.parametrize(
+    ("n_rows", "workers", "expected"),
+    [
+        (1_000_000, 2, 62_500),  # 16 batches of 62,500, not 15 of 65,536 and one of 16,960
+        (1_000_000, 1, 65_536),  # one worker: nothing to balance
+        (100_000, 4, 25_000),
+        (10, 2, 5),
+        (None, 2, 65_536),  # CSV: the row count is unknown
+        (0, 2, 65_536),
+    ],
+)
+def test_batches_split_the_rows_evenly_over_the_workers(n_rows: int | None, workers: int, expected: int) -> None:
+    rows = even_batch_rows(n_rows, 65_536, workers)
+    assert rows == expected
+    if n_rows:
+        batches = -(-n_rows // rows)
+        assert rows <= 65_536 and batches % workers == 0 or batches < workers
 
 
 def test_kth_largest_with_ties_and_several_rounds() -> None:
