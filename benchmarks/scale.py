@@ -136,12 +136,12 @@ def flow_flops_per_row(model: object, z: np.ndarray) -> float:
 def autograd_form_rows_per_s(model: object, z: np.ndarray) -> float:
     """The flows' score by the training (autograd) form of the layers, chunks in parallel as in
     the product: what scoring ran before the feature-major kernel."""
-    from nrad.detector import _map_chunks
+    from nrad.detector import map_chunks
     from nrad.sources import pure_log_density
 
     def score(det: object, rows: np.ndarray) -> np.ndarray:
         noise, tail = tuple(int(i) for i in det.noise_sources_), det.latent_tail
-        return _map_chunks(det._standardize(rows), lambda x: pure_log_density(det.flow_, x, noise, tail))
+        return map_chunks(det._standardize(rows), lambda x: pure_log_density(det.flow_, x, noise, tail))
 
     score(model.detectors[0], z[:2016])  # warm-up
     start = time.perf_counter()
@@ -152,7 +152,8 @@ def autograd_form_rows_per_s(model: object, z: np.ndarray) -> float:
 
 def neighbour_flops_per_row(model: object) -> float:
     """Matmul FLOPs per row of the neighbour search: 2 x reference rows x d per fold (brute force,
-    one matrix product; counted by hand, as the search runs in scikit-learn, not torch)."""
+    one matrix product, nrad.neighbours; counted by hand: the 64-row groups, the selection and the
+    direct distances are not in the bound)."""
     if model.fusion is None:
         return 0.0
     return float(sum(2 * ref.shape[0] * ref.shape[1] for ref in model.fusion.references))

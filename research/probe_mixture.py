@@ -32,7 +32,7 @@ from sklearn.metrics import roc_auc_score
 from torch import Tensor, nn
 
 import nrad.detector as detector
-from nrad.detector import NRDE, _map_chunks
+from nrad.detector import NRDE, map_chunks
 from nrad.flow import CouplingFlow
 from nrad.jacobian import ima_penalty, log_column_norms
 
@@ -112,7 +112,7 @@ class MixtureNRDE(NRDE):
     def log_density(self, X: Any) -> np.ndarray:
         Z = self._standardize(X)
         noise = tuple(int(i) for i in self.noise_sources_)
-        return _map_chunks(Z, lambda z: pure_log_density(self.flow_, z, noise))
+        return map_chunks(Z, lambda z: pure_log_density(self.flow_, z, noise))
 
 
 def main() -> None:

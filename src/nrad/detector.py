@@ -284,7 +284,7 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
     def _log_density_standardized(self, Z: torch.Tensor) -> np.ndarray:
         noise = tuple(int(i) for i in self.noise_sources_)
         kernel = ScoringKernel(self.flow_)
-        return _map_chunks(Z, lambda z: kernel.pure_log_density(z, noise, self.latent_tail))
+        return map_chunks(Z, lambda z: kernel.pure_log_density(z, noise, self.latent_tail))
 
     def p_values(self, X: Any) -> np.ndarray:
         """p-values of each row against the calibration rows (conformal, with a fitted tail).
@@ -343,7 +343,7 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
     def transform(self, X: Any) -> np.ndarray:
         """The estimated sources ``s = f(x)`` of each row, shape (n, n_features_in_)."""
         kernel = ScoringKernel(self.flow_)
-        return _map_chunks(self._standardize(X), lambda z: kernel.sources(z)[0])
+        return map_chunks(self._standardize(X), lambda z: kernel.sources(z)[0])
 
     # -- helpers ---------------------------------------------------------
 
@@ -465,7 +465,7 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         return tags
 
 
-def _map_chunks(Z: torch.Tensor, fn: Any) -> np.ndarray:
+def map_chunks(Z: torch.Tensor, fn: Any) -> np.ndarray:
     """Apply ``fn`` to row chunks without autograd, one chunk per torch thread at a time; float64 out.
 
     Chunks hold ``SCORE_CHUNK`` rows, fewer when that leaves a thread idle

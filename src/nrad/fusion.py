@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.ensemble import IsolationForest
-from sklearn.neighbors import NearestNeighbors
+
+from nrad.neighbours import NeighbourSearch
 
 #: The members, in the order of ``center`` and ``spread``.
 MEMBERS = ("density", "neighbours", "isolation")
@@ -195,6 +196,7 @@ class Fusion:
     #: Per member (``MEMBERS``): the median and IQR of its out-of-fold training-row scores.
     center: np.ndarray
     spread: np.ndarray
+    _searches: list[NeighbourSearch] | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def fit(cls, z: np.ndarray, folds: np.ndarray, usable: np.ndarray, random_state: int) -> Fusion:
@@ -227,19 +229,15 @@ class Fusion:
         return np.column_stack([self._neighbour_distance(k, z), self.forests[k].score(z)])
 
     def _neighbour_distance(self, k: int, z: np.ndarray) -> np.ndarray:
-        """Distance of each row to its ``N_NEIGHBORS``-th nearest reference row of fold ``k``.
+        """Distance of each row to its ``N_NEIGHBORS``-th nearest reference row of fold ``k``
+        (:mod:`nrad.neighbours`: exact, and each row's on its own)."""
+        import torch
 
-        The search (scikit-learn, brute force: matrix products) finds the
-        neighbours; their distances are then recomputed row by row, because
-        a matrix product's last bits depend on how many rows it was given,
-        and a row's score must not depend on its batch (streamed, Dask and
-        in-memory scoring give identical scores).
-        """
-        ref = self.references[k]
-        # Rebuilt from the stored rows on each call: cheap beside the search, and only arrays are saved.
-        nn = NearestNeighbors(n_neighbors=min(N_NEIGHBORS, len(ref)), algorithm="brute").fit(ref)
-        nearest = nn.kneighbors(z, return_distance=False)
-        return np.sqrt(((z[:, None, :] - ref[nearest]) ** 2).sum(axis=2)).max(axis=1)
+        from nrad.detector import map_chunks
+
+        if self._searches is None:  # built from the stored rows once per object, never saved
+            self._searches = [NeighbourSearch(ref, N_NEIGHBORS) for ref in self.references]
+        return map_chunks(torch.as_tensor(z, dtype=torch.float64), self._searches[k].kth_distance)
 
     def calibrate(self, density: np.ndarray, members: np.ndarray) -> None:
         """Set each member's scale from the out-of-fold scores of the training rows."""

@@ -178,7 +178,7 @@ class ScoringKernel:
         """``(s, log|det ds/dx|)`` of row-major ``x``; ``s`` row-major."""
         if len(x) == 0:
             return x.clone(), x.new_zeros(0)
-        parts = [self._forward(block) for block in _blocks(x, block_rows(0))]
+        parts = [self._forward(block) for block in feature_major_blocks(x, block_rows(0))]
         return _cat([s for s, _ in parts], dim=1, n=len(x)).T, _cat([ld for _, ld in parts], 0, len(x))
 
     def pure_log_density(self, x: Tensor, noise: Sequence[int], latent_tail: float | None = None) -> Tensor:
@@ -191,7 +191,7 @@ class ScoringKernel:
             return x.new_zeros(0)
         noise_idx = torch.as_tensor(list(noise), dtype=torch.long)
         parts = []
-        for block in _blocks(x, BLOCK_ROWS):
+        for block in feature_major_blocks(x, BLOCK_ROWS):
             if len(noise) == 0:
                 s, logdet = self._forward(block)
                 parts.append(base_logpdf(s, latent_tail).sum(dim=0) + logdet)
@@ -256,7 +256,7 @@ def block_rows(n_noise: int) -> int:
     return max(ROW_MULTIPLE, round(rows / ROW_MULTIPLE) * ROW_MULTIPLE)
 
 
-def _blocks(x: Tensor, rows: int) -> list[Tensor]:
+def feature_major_blocks(x: Tensor, rows: int) -> list[Tensor]:
     """Row-major ``x`` as feature-major blocks of ``rows`` rows, the last padded to a multiple
     of ``ROW_MULTIPLE`` rows with copies of its last row."""
     blocks = []
