@@ -166,7 +166,9 @@ def test_streamed_contamination_flags_the_same_rows(
         (0, 2, 65_536),
     ],
 )
-def test_batches_split_the_rows_evenly_over_the_workers(n_rows: int | None, workers: int, expected: int) -> None:
+def test_batches_split_the_rows_evenly_over_the_workers(
+    n_rows: int | None, workers: int, expected: int
+) -> None:
     rows = even_batch_rows(n_rows, 65_536, workers)
     assert rows == expected
     if n_rows:
