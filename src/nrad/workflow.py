@@ -153,7 +153,7 @@ def score_data(
         and label_column is None
         and not isinstance(data, pd.DataFrame)
     ):
-        progress(f"scoring {data} in batches of {batch_rows} rows")
+        progress(f"scoring {data} in batches of at most {batch_rows:,} rows")
         result = score_file(model, data, out, fdr, contamination, explain, batch_rows)
         return Outcome(result.top, result.counts, rule.describe(), [Path(out)], None,
                        [*notes, *notes_for(model)], result.n_rows, result.n_flagged,
