@@ -25,10 +25,11 @@ matrix, instead of the training path's ``(rows, features)``.  Then
   tangents (the training path runs it twice).
 
 Measured by ``benchmarks/scale.py`` (docs/scaling.md, "Scoring kernel"):
-on 20 features, 2-4x the rows per second of the training path's form.
+on 20 features with 15 noise sources, 3.5-4.1x the rows per second of the
+training path's form.
 Written by hand because it is a second form of ``flow.py``'s layers, not
 a general kernel: ``torch.compile`` fuses the elementwise ops, but scored
-0.64-0.72x this kernel's rows/s, after a compile (seconds, and a C++
+0.64-0.78x this kernel's rows/s, after a compile (seconds, and a C++
 compiler) in every process that scores.  The two forms agree to rounding
 (tests compare them); all scoring in the product goes through this one,
 so a row's score never depends on which form ran.  Explanations need
