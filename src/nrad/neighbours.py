@@ -10,7 +10,7 @@ because
   the whole process and restores it on return, so concurrent calls undo
   each other's limit (measured: OpenBLAS then warns that it runs threads
   inside an OpenMP loop and "may hang"), and scikit-learn has an open bug
-  report of wrong results from concurrent calls;
+  report of wrong results from concurrent calls (not reproduced here);
 * a row's result must not depend on its batch (streamed, Dask and
   in-memory scores are identical): the rows go through the products in
   the scoring kernel's padded, feature-major blocks (:mod:`nrad.kernel`);

@@ -248,6 +248,7 @@ def _score_to_spill(
     """Pass 1: score every batch into the spill; keep the p-values at most ``level`` (what BH needs)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+    import torch
 
     candidates: list[np.ndarray] = []
     counts: dict[str, int] = {}
@@ -259,8 +260,6 @@ def _score_to_spill(
         # On the batch's own thread (both release the GIL), so the writing thread only writes.
         p = part["p_value"].to_numpy()
         return p[p <= level], pa.Table.from_pandas(part, preserve_index=False)
-
-    import torch
 
     rows = even_batch_rows(count_rows(data), batch_rows, torch.get_num_threads())
     batches = scored_batches(model, prefetch(iter_table(data, rows)), explain, data, finish)
