@@ -74,18 +74,22 @@ def test_no_nan_scores_on_hard_data(make: object) -> None:
 def test_divergence_retries_then_raises_clearly(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
+    from nrad.training import StackedFlows
+
     X = np.random.default_rng(0).normal(size=(100, 3))
     calls = []
-    real = NRDE._loss
+    real = StackedFlows.forward
 
-    def flaky(self: NRDE, *args: object) -> torch.Tensor:
+    def flaky(self: StackedFlows, *args: object) -> tuple[torch.Tensor, torch.Tensor]:
         calls.append(1)
-        loss = real(self, *args)
-        return loss * float("nan") if len(calls) == 1 else loss
+        s, logdet = real(self, *args)
+        return (s * float("nan"), logdet) if len(calls) == 1 else (s, logdet)
 
-    monkeypatch.setattr(NRDE, "_loss", flaky)
+    monkeypatch.setattr(StackedFlows, "forward", flaky)
     NRDE(random_state=0, max_epochs=2).fit(X)  # first attempt diverges, the retry succeeds
-    monkeypatch.setattr(NRDE, "_loss", lambda self, *a: real(self, *a) * float("nan"))
+    monkeypatch.setattr(
+        StackedFlows, "forward", lambda self, *a: (real(self, *a)[0] * float("nan"), real(self, *a)[1])
+    )
     with pytest.raises(FitDivergedError, match="diverged three times"):
         NRDE(random_state=0, max_epochs=2).fit(X)
 

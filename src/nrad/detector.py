@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any
 
@@ -17,8 +18,7 @@ from threadpoolctl import threadpool_limits
 
 from nrad.calibration import TailModel
 from nrad.errors import FitDivergedError, NradError
-from nrad.flow import CouplingFlow, standard_normal_logpdf
-from nrad.jacobian import ima_penalty
+from nrad.flow import CouplingFlow
 from nrad.kernel import ROW_MULTIPLE, ScoringKernel
 from nrad.preprocess import standardization
 from nrad.sources import pure_log_density, source_influence, split_sources
@@ -102,6 +102,12 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         it would hold fewer than 20 rows: then all epochs run on all rows).
     n_iter_no_change : int, default=10
         Epochs without improvement of the held-out loss before stopping.
+    tol : float or "auto", default=1e-4
+        Smallest decrease of the held-out loss (nats per feature) that counts
+        as an improvement.  ``"auto"``: one standard error of the held-out
+        loss itself (its rows' spread over the square root of their count),
+        so training stops once what it gains is within the noise of measuring
+        it; the table model uses it.
     patience_steps : int, default=0
         Stop no earlier than this many gradient steps without improvement
         either (on small tables an epoch is a few steps).  ``500`` lets the
@@ -176,6 +182,7 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         "weight_decay": [Interval(Real, 0, None, closed="left")],
         "validation_fraction": [Interval(Real, 0, 1, closed="left")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "patience_steps": [Interval(Integral, 0, None, closed="left")],
         "contamination": [Interval(Real, 0, 0.5, closed="right")],
         "calibration_fraction": [Interval(Real, 0, 1, closed="left")],
@@ -201,6 +208,7 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         train_noise: float = 0.05,
         validation_fraction: float = 0.1,
         n_iter_no_change: int = 10,
+        tol: float | str = 1e-4,
         patience_steps: int = 0,
         contamination: float = 0.1,
         calibration_fraction: float = 0.0,
@@ -222,6 +230,7 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         self.train_noise = train_noise
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
         self.patience_steps = patience_steps
         self.contamination = contamination
         self.calibration_fraction = calibration_fraction
@@ -242,19 +251,7 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         -------
         self
         """
-        self._validate_params()
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
-        rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31 - 1))
-        X, X_calib = _calibration_split(X, self.calibration_fraction, rng)
-        self.mean_, self.scale_ = standardization(X)
-        Z = torch.as_tensor((X - self.mean_) / self.scale_, dtype=torch.float32)
-        self.flow_ = self._train_with_retries(Z, rng).double().eval()
-        self._split_sources(Z.double(), rng)
-        # X is validated already: scored without a second validation (which, for a DataFrame
-        # fitted with column names, would warn that this array has none).
-        density = self._log_density_standardized
-        self.offset_ = float(np.percentile(density(self._standardize_array(X)), 100.0 * self.contamination))
-        self.calibration_scores_ = -density(self._standardize_array(X_calib)) if len(X_calib) else np.zeros(0)
+        fit_together([self], [X])
         return self
 
     def predict(self, X: Any) -> np.ndarray:
@@ -366,103 +363,135 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         self.pure_sources_ = np.asarray(split.pure, dtype=np.int64)
         self.noise_sources_ = np.asarray(split.noise, dtype=np.int64)
 
-    def _train_with_retries(self, Z: torch.Tensor, rng: np.random.Generator) -> CouplingFlow:
-        # A diverged fit (non-finite loss) is retried from scratch with a
-        # smaller learning rate; heavy tails occasionally need it.
-        seed = int(rng.integers(2**31 - 1))
-        lr = self.learning_rate
-        for _ in range(3):
-            try:
-                # One torch thread: 5,000 x 5 rows, two flows, 6.1 s against 7.8 s with
-                # 2 threads, and no waiting for a core beside a busy process (nrad.threads).
-                with one_torch_thread():
-                    return self._train(Z, np.random.default_rng(seed), lr)
-            except FitDivergedError:
-                lr /= 4.0
-        raise FitDivergedError(
-            "NRDE training diverged three times (learning rates down to "
-            f"{lr * 4:.2g}). Check the data for extreme values or lower learning_rate."
-        )
-
-    def _train(self, Z: torch.Tensor, rng: np.random.Generator, lr: float) -> CouplingFlow:
-        n, d = Z.shape
-        gen = torch.Generator().manual_seed(int(rng.integers(2**31 - 1)))
-        train, val = _holdout(n, self.validation_fraction, rng)
-        Z_train, Z_val = Z[train], (Z[val] if val is not None else None)
-        whitening = _pca_whitening(Z_train.double().numpy(), self.train_noise)
-        flow = CouplingFlow(d, self.n_transforms, self.hidden_units, rng, linear_init=whitening)
-        steps_per_epoch = math.ceil(len(train) / self.batch_size)
-        epochs = self.max_epochs or _auto_epochs(steps_per_epoch)
-        patience = max(self.n_iter_no_change, math.ceil(self.patience_steps / steps_per_epoch))
-        opt = torch.optim.Adam(flow.parameters(), lr=lr, weight_decay=self.weight_decay, fused=True)
-        best_state, best_val, stale = _snapshot(flow), math.inf, 0
-        self.loss_curve_, self.validation_loss_curve_ = [], []
-        step = 0
-        # No train()/eval() switching per epoch: the flow has no layer that behaves
-        # differently in training (no dropout, no batch norm), and walking its modules
-        # twice an epoch cost ~3% of a small table's fit.
-        for _ in _epochs(epochs, self.verbose):
-            order = torch.randperm(len(train), generator=gen)
-            total = 0.0
-            for start in range(0, len(train), self.batch_size):
-                batch = Z_train[order[start : start + self.batch_size]]
-                if self.train_noise > 0:
-                    batch = batch + self.train_noise * torch.randn(batch.shape, generator=gen)
-                penalize = step % PENALTY_EVERY == 0
-                step += 1
-                loss = self._loss(flow, batch, gen, penalize)
-                if not torch.isfinite(loss):
-                    raise FitDivergedError("non-finite training loss")
-                opt.zero_grad()
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(flow.parameters(), 10.0)
-                opt.step()
-                total += float(loss.detach()) * len(batch)
-            self.loss_curve_.append(total / len(train))
-            if Z_val is None:
-                continue
-            val_loss = self._validation_loss(flow, Z_val)
-            self.validation_loss_curve_.append(val_loss)
-            if val_loss < best_val - 1e-4:
-                best_state, best_val, stale = _snapshot(flow), val_loss, 0
-            else:
-                stale += 1
-                if stale >= patience:
-                    break
-        self.n_epochs_ = len(self.loss_curve_)
-        if Z_val is not None:
-            flow.load_state_dict(best_state)
-        return flow
-
-    def _loss(
-        self, flow: CouplingFlow, batch: torch.Tensor, gen: torch.Generator, penalize: bool
-    ) -> torch.Tensor:
-        """Negative log-likelihood plus the weighted IMA penalty, both per feature."""
-        d = batch.shape[1]
-        penalize = penalize and self.penalty_weight > 0 and d > 1
-        # The forward pass records what the generator's Jacobian needs at these rows:
-        # the penalty then runs only the tangents' ops (its cost 6.7 -> 5.3 ms a step at
-        # d = 27 against running the layers again at the same point).
-        tape: list | None = [] if penalize else None
-        s, logdet = flow(batch, tape)
-        loss = -(standard_normal_logpdf(s).sum(dim=1) + logdet).mean()
-        if penalize:
-            rows = slice(0, self.penalty_rows)
-            tape = [tuple(value[rows] for value in values) for values in tape]
-            penalty = ima_penalty(flow, s[rows], logdet[rows], self.penalty_columns, gen, tape)
-            loss = loss + PENALTY_EVERY * self.penalty_weight * penalty.mean()
-        return loss / d
-
-    def _validation_loss(self, flow: CouplingFlow, Z_val: torch.Tensor) -> float:
-        # Early stopping watches held-out likelihood only: it is what
-        # generalizes; the penalty is a property of the fit, not of new rows.
-        with torch.inference_mode():
-            return float(-flow.log_prob(Z_val).mean()) / Z_val.shape[1]
-
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.non_deterministic = False
         return tags
+
+
+def fit_together(
+    estimators: list[NRDE], Xs: list[Any], validation: list[np.ndarray | None] | None = None
+) -> list[NRDE]:
+    """Fit several NRDE estimators at once, each on its own rows (their flows stacked: nrad.training).
+
+    The estimators must agree in every training parameter but ``random_state``.
+    ``validation[k]``: held-out rows (in ``Xs[k]``'s units) that stop estimator
+    ``k``'s training early instead of a ``validation_fraction`` of its own rows
+    (the table model passes each flow the cross-fitting fold it does not see).
+    Each estimator ends up as if fitted alone, except that its flow shares its
+    coupling permutations with the first one's.
+    """
+    if not estimators:
+        return estimators
+    first = estimators[0]
+    keys = ("n_transforms", "hidden_units", "batch_size", "learning_rate", "weight_decay", "train_noise",
+            "penalty_weight", "penalty_columns", "penalty_rows", "max_epochs", "n_iter_no_change", "tol",
+            "patience_steps", "validation_fraction")  # fmt: skip
+    for est in estimators:
+        est._validate_params()
+        if any(getattr(est, k) != getattr(first, k) for k in keys):
+            raise ValueError("estimators fitted together must share their training parameters")
+    parts = []
+    for k, (est, X) in enumerate(zip(estimators, Xs, strict=True)):
+        X = validate_data(est, X, dtype=np.float64, ensure_min_samples=2)
+        rng = np.random.default_rng(check_random_state(est.random_state).randint(2**31 - 1))
+        X, X_calib = _calibration_split(X, est.calibration_fraction, rng)
+        est.mean_, est.scale_ = standardization(X)
+        held = None if validation is None else validation[k]
+        held = None if held is None else (np.asarray(held, dtype=np.float64) - est.mean_) / est.scale_
+        parts.append(_Part(X, X_calib, (X - est.mean_) / est.scale_, held, int(rng.integers(2**31 - 1)), rng))
+    if any(p.Z.shape[1] != parts[0].Z.shape[1] for p in parts):
+        raise ValueError("estimators fitted together must have the same number of features")
+    lr = first.learning_rate
+    for _ in range(3):
+        try:
+            flows, result = _train_stack(first, parts, lr)
+            break
+        except FitDivergedError:
+            # A diverged fit (non-finite loss) is retried from scratch with a smaller learning
+            # rate; heavy tails occasionally need it.
+            lr /= 4.0
+    else:
+        raise FitDivergedError(
+            "NRDE training diverged three times (learning rates down to "
+            f"{lr * 4:.2g}). Check the data for extreme values or lower learning_rate."
+        )
+    for k, (est, flow, part) in enumerate(zip(estimators, flows, parts, strict=True)):
+        X, X_calib = part.X, part.X_calib
+        est.flow_ = flow.double().eval()
+        est.n_epochs_ = result.n_epochs[k]
+        est.loss_curve_, est.validation_loss_curve_ = result.loss_curves[k], result.validation_curves[k]
+        est._split_sources(torch.as_tensor(part.Z, dtype=torch.float64), part.rng)
+        # X is validated already: scored without a second validation (which, for a DataFrame
+        # fitted with column names, would warn that this array has none).
+        density = est._log_density_standardized
+        est.offset_ = float(np.percentile(density(est._standardize_array(X)), 100.0 * est.contamination))
+        est.calibration_scores_ = -density(est._standardize_array(X_calib)) if len(X_calib) else np.zeros(0)
+    return estimators
+
+
+@dataclass
+class _Part:
+    """One estimator's rows while several are fitted together."""
+
+    X: np.ndarray
+    X_calib: np.ndarray
+    Z: np.ndarray  # standardized training rows
+    held: np.ndarray | None  # standardized held-out rows given by the caller
+    seed: int  # of the flow's start and its training's random draws
+    rng: np.random.Generator  # what follows the fit (source influence)
+
+
+def _train_stack(first: NRDE, parts: list[_Part], lr: float) -> tuple[list[CouplingFlow], Any]:
+    """One attempt: build each flow from its seed (PCA-whitening start) and train them stacked."""
+    from nrad.training import TrainConfig, as_float32, shared_permutations, train_stacked
+
+    flows, train, held = [], [], []
+    gen_seed = None
+    for part in parts:
+        rng = np.random.default_rng(part.seed)
+        seed = int(rng.integers(2**31 - 1))
+        gen_seed = seed if gen_seed is None else gen_seed
+        if part.held is None:
+            rows, val = _holdout(len(part.Z), first.validation_fraction, rng)
+            train.append(part.Z[rows])
+            held.append(None if val is None else part.Z[val])
+        else:
+            train.append(part.Z)
+            held.append(part.held)
+        whitening = _pca_whitening(train[-1], first.train_noise)
+        d = part.Z.shape[1]
+        flows.append(CouplingFlow(d, first.n_transforms, first.hidden_units, rng, linear_init=whitening))
+    shared_permutations(flows)
+    batch = min(first.batch_size, min(len(t) for t in train))
+    steps_per_epoch = math.ceil(max(len(t) for t in train) / batch)
+    config = TrainConfig(
+        batch_size=first.batch_size, learning_rate=lr, weight_decay=first.weight_decay,
+        train_noise=first.train_noise, penalty_weight=first.penalty_weight,
+        penalty_columns=first.penalty_columns, penalty_rows=first.penalty_rows,
+        penalty_every=PENALTY_EVERY, epochs=first.max_epochs or _auto_epochs(steps_per_epoch),
+        patience=max(first.n_iter_no_change, math.ceil(first.patience_steps / steps_per_epoch)),
+        tol=first.tol,
+    )  # fmt: skip
+    gen = torch.Generator().manual_seed(gen_seed)
+    # One torch thread: the layers are too narrow for intra-op threads to pay, and threads
+    # that wait for a busy core slow every step (nrad.threads).
+    with one_torch_thread():
+        result = train_stacked(
+            flows, [as_float32(t) for t in train], [None if h is None else as_float32(h) for h in held],
+            config, gen, lr, epochs=lambda n: _epochs(n, first.verbose),
+        )  # fmt: skip
+    return flows, result
+
+
+def _epochs(n: int, verbose: bool) -> Any:
+    if not verbose:
+        return range(n)
+    from tqdm.auto import trange
+
+    # delay: the bar appears only for fits longer than a couple of seconds;
+    # disable=None: only on a terminal (a log file gets no carriage-return soup).
+    return trange(n, desc="NRDE fit", unit="epoch", leave=False, delay=2.0, disable=None)
 
 
 def map_chunks(Z: torch.Tensor, fn: Any) -> np.ndarray:
@@ -550,25 +579,9 @@ def _auto_epochs(steps_per_epoch: int) -> int:
     return int(min(max(budget, floor), 1000))
 
 
-def _snapshot(flow: CouplingFlow) -> dict[str, torch.Tensor]:
-    """A copy of the flow's weights (cloned tensors: a deepcopy of the state dict
-    walks every module and took ~10% of a small table's fit)."""
-    return {name: value.detach().clone() for name, value in flow.state_dict().items()}
-
-
 def _holdout(n: int, fraction: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray | None]:
     n_val = int(round(fraction * n))
     if n_val < MIN_VALIDATION_ROWS:
         return np.arange(n), None
     perm = rng.permutation(n)
     return np.sort(perm[n_val:]), np.sort(perm[:n_val])
-
-
-def _epochs(n: int, verbose: bool) -> Any:
-    if not verbose:
-        return range(n)
-    from tqdm.auto import trange
-
-    # delay: the bar appears only for fits longer than a couple of seconds;
-    # disable=None: only on a terminal (a log file gets no carriage-return soup).
-    return trange(n, desc="NRDE fit", unit="epoch", leave=False, delay=2.0, disable=None)

@@ -43,7 +43,7 @@ import pandas as pd
 
 from nrad.calibration import TailModel, benjamini_hochberg, check_level, self_calibrated_flags, top_fraction
 from nrad.categories import CategoryModel
-from nrad.detector import NRDE
+from nrad.detector import NRDE, fit_together
 from nrad.errors import NradError
 from nrad.fusion import Fusion
 from nrad.preprocess import MISSING, OTHER, TableSchema, encode, fit_schema
@@ -533,14 +533,14 @@ def fit_table(
         # one as normal.  Clean rows almost never go that far.
         raw = scaler.standardize(y, codes)
         inside = np.all(np.isnan(raw) | (np.abs(raw) <= TRAIN_BOUND), axis=1)
-        for k in range(n_folds):
-            rows = (model.folds != k) & inside
-            say(
-                f"fitting flow {k + 1} of {n_folds} on {int(rows.sum())} rows x {z.shape[1]} numeric features"
-            )
-            params = {"latent_tail": LATENT_TAIL, **nrde_params}
-            det = NRDE(random_state=random_state + k, verbose=verbose, **params)
-            model.detectors.append(det.fit(z[rows]))
+        say(f"fitting {n_folds} flows on {z.shape[1]} numeric features")
+        params = {"latent_tail": LATENT_TAIL, "tol": "auto", **nrde_params}
+        flows = [NRDE(random_state=random_state + k, verbose=verbose, **params) for k in range(n_folds)]
+        # Each flow is stopped early on the fold it does not see (the rows it will score): all
+        # other rows train it, and a small table still gets a held-out set to stop on.
+        train = [z[(model.folds != k) & inside] for k in range(n_folds)]
+        held = [z[(model.folds == k) & inside] for k in range(n_folds)]
+        model.detectors = fit_together(flows, train, validation=held)
     prep = Prepared(scaler.shape(enc.numeric), codes, enc.counts, enc.missing)
     scores, z, _ = model.density_prepared(prep, model.folds)
     if detector == "fused" and enc.numeric.shape[1]:
