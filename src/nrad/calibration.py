@@ -1,41 +1,46 @@
-"""Scores in, decisions out: p-values with a fitted tail, Benjamini-Hochberg flags, thresholds.
+"""Scores in, decisions out: p-values with a fitted tail, their combination, Benjamini-Hochberg flags.
 
 A p-value says how often a *normal* row scores at least this high.  It is
 read off calibration scores: scores of normal rows the detector was not
-fitted on (held-out training rows), or, when the table is scored by a model
-fitted on itself, the table's own scores.
+fitted on (out-of-fold training rows), or, when the table is scored by a
+model fitted on itself, the table's own out-of-fold scores.
 
-* **Body** (a score below the calibration set's top ``TAIL_SHARE``): the
-  conformal p-value ``(1 + #{c_i >= s}) / (n + 1)`` (Bates et al., Ann.
-  Statist. 2023).  Exact for exchangeable rows, but it can never go below
-  ``1 / (n + 1)``, so with 600 calibration rows Benjamini-Hochberg over
-  3,000 rows could not flag fewer than ~100 of them.
-* **Tail** (above the threshold ``u``, the 90th percentile): peaks over
-  threshold (Pickands 1975; SPOT, Siffer et al., KDD 2017).  Excesses over
-  a high threshold follow a generalized Pareto distribution
-  ``S(x) = (1 + xi x / sigma)^(-1/xi)``, so
+* **Body** (below the tail threshold ``u``, the calibration scores' top
+  ``TAIL_SHARE``): the conformal p-value ``(1 + #{c_i >= s}) / (n + 1)``
+  (Bates et al., Ann. Statist. 2023).  Exact for exchangeable rows, but
+  never below ``1 / (n + 1)``: Benjamini-Hochberg over ``n`` rows needs
+  ``p <= q k / n``, which no rank can give a table scored against itself.
+* **Tail**: peaks over threshold (Pickands 1975; SPOT, Siffer et al., KDD
+  2017).  Excesses over a high threshold follow a generalized Pareto
+  distribution ``S(x) = (1 + xi x / sigma)^(-1/xi)``, so
   ``p(s) = (k / (n + 1)) S(s - u)`` with ``k`` calibration scores above ``u``.
-  The shape ``xi`` is what decides a p-value far out, and the calibration
-  scores pin it down poorly (a standard error near 0.1 from 300 excesses;
-  0.2 instead of 0 moves a far p-value 100-fold).  So it is not fixed or
-  estimated but averaged: over a grid of shapes in ``[0, 0.5]``, each with
-  its maximum-likelihood scale and weighted by its likelihood (a flat prior;
-  docs/method.md, section "Flags", derives it).  Shapes below 0 would put
-  an end point on the tail beyond which every score had ``p = 0``.  The top
-  ``CENSOR_SHARE`` of the calibration scores enter the fit only as "at least
-  this large" (right-censored): a few anomalies among them (a table scored
-  by a model fitted on itself holds its own anomalies) move the fitted tail
-  by their count, not by how extreme they are, so an anomaly cannot
-  calibrate itself away.
+  The scores calibrated here are log-densities, robust z-scores of
+  residuals, or sums of scores each scaled by its spread, whose tails are
+  exponential or lighter (docs/method.md, section 9): the shape is averaged
+  over ``[0, MAX_SHAPE]``, each shape with its maximum-likelihood scale and
+  weighted by its likelihood (a flat prior).  Heavier shapes are not
+  admitted: a shape of 0.5 allowed for safety makes a row far beyond every
+  normal one look merely unusual (p ~ 1e-5 where an exponential tail says
+  1e-12).
+* **Trimmed, not censored.**  The top calibration scores may be the
+  anomalies being looked for (a table fitted on itself holds them).  They
+  are left out of the tail fit, whose likelihood is the excesses' density
+  *truncated* at the largest one kept (it conditions on being below it, so
+  the scores left out carry no weight, not even their count).  How many
+  are left out: at least ``TRIM_SHARE`` of the rows, more when the sorted
+  scores have a gap an exponential tail would not make (:func:`gap_trim`):
+  a cluster of anomalies standing apart is trimmed whole instead of being
+  fitted as tail.
 
 Benjamini-Hochberg on these p-values bounds the false discovery rate at
 ``q`` as far as the tail model holds; ``benchmarks/fdr.py`` measures it on
-tables with no anomalies (docs/method.md, section "Flags").
+tables with no anomalies (docs/method.md, section 9).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -47,22 +52,35 @@ TAIL_SHARE = 0.1
 MIN_TAIL = 30
 #: ... and at most this many.
 MAX_TAIL = 2000
-#: Share of the calibration scores (top ones) that enter the tail fit censored.
-CENSOR_SHARE = 0.02
+#: Scores that may hold the anomalies being scored (a table scored against itself) are fitted
+#: without their top shares (least, most): at least 1%, up to a quarter of the rows above a gap
+#: (a cluster of bad rows); see gap_trim.  At least MIN_FITTED excesses stay.
+ROW_TRIM = (0.01, 0.25)
+MIN_FITTED = 10
+#: A gap in the top scores trims what lies above it when an exponential tail makes one so wide
+#: at most this rarely.
+GAP_LEVEL = 0.01
 #: Fewer calibration scores than this: conformal p-values only.
 MIN_CALIBRATION = 10
-#: Self-calibrated flagging refits the tail without the flagged rows at most this many times.
-MAX_RECALIBRATIONS = 10
-#: The tail shapes averaged over (flat prior): exponential (0) to heavy (0.5).
-SHAPES = np.linspace(0.0, 0.5, 11)
+#: The largest tail shape averaged over (0: exponential).
+MAX_SHAPE = 0.5
+#: The shapes averaged over (flat prior).
+SHAPES = np.linspace(0.0, MAX_SHAPE, 21)
+#: The fitted tail is lifted until no fitted score lies beyond it at this level (TailModel._lift).
+LIFT_LEVEL = 0.05
+#: The conformal body is kept at this many knots at most (exact counts at each).
+MAX_KNOTS = 2048
 
 
 @dataclass(frozen=True)
 class TailModel:
     """Calibration scores with a generalized Pareto tail averaged over its shape (module docstring)."""
 
-    #: Sorted calibration scores.
-    scores: np.ndarray
+    #: Sorted calibration scores (or some of them), and how many calibration scores are >= each.
+    knots: np.ndarray
+    at_least: np.ndarray
+    #: Number of calibration scores.
+    n: int
     #: Tail threshold ``u`` and the number ``k`` of calibration scores above it (0: no tail).
     threshold: float
     n_tail: int
@@ -70,67 +88,154 @@ class TailModel:
     shapes: np.ndarray
     scales: np.ndarray
     weights: np.ndarray
+    #: Calibration scores left out of the tail fit (the top ones).
+    n_trimmed: int = 0
+    #: The factor (>= 1) by which the fitted tail is raised to cover the scores it was fitted on.
+    lift: float = 1.0
 
     @classmethod
-    def fit(cls, scores: np.ndarray) -> TailModel:
+    def fit(cls, scores: np.ndarray, trim: tuple[float, float] | None = None) -> TailModel:
+        """Fit to calibration ``scores``.
+
+        ``trim``: ``(least, most)`` shares of the scores to leave out of the fit
+        at the top, the least always and up to the most above a gap
+        (:func:`gap_trim`); for scores that may hold the anomalies being
+        scored (a table scored against itself).  None: every score is fitted
+        (calibration rows believed normal).
+        """
         calib = np.sort(np.asarray(scores, dtype=np.float64))
+        calib = calib[np.isfinite(calib)]
         n = calib.size
         if n == 0:
             raise NradError("no calibration scores: fit with calibration rows to get p-values")
+        knots, at_least = _knots(calib)
         k = int(min(max(round(TAIL_SHARE * n), min(MIN_TAIL, n - 1)), MAX_TAIL))
-        none = cls(calib, np.inf, 0, np.zeros(0), np.zeros(0), np.zeros(0))
+        none = cls(knots, at_least, n, np.inf, 0, np.zeros(0), np.zeros(0), np.zeros(0))
         if n < MIN_CALIBRATION or k < 1:
             return none
+        cut_count = 0 if trim is None else gap_trim(calib, k, trim[1], trim[0])
         threshold = float(calib[n - k - 1])
-        n_censored = min(int(np.ceil(CENSOR_SHARE * n)), k // 2)
-        fitted = shape_posterior(calib[n - k :] - threshold, n_censored)
+        # Truncated where the trimmed scores begin: no fitted score lies above the smallest of
+        # them, and that is all the fit knows of them (not even their count).
+        cut = float(calib[n - cut_count] - threshold) if cut_count else None
+        fitted = shape_posterior(calib[n - k : n - cut_count] - threshold, cut)
         if fitted is None:
             return none
-        return cls(calib, threshold, k, *fitted)
+        tail = cls(knots, at_least, n, threshold, k, *fitted, n_trimmed=cut_count)
+        lift = tail._lift(calib, calib[n - k : n - cut_count])
+        return cls(knots, at_least, n, threshold, k, *fitted, n_trimmed=cut_count, lift=lift)
+
+    def _lift(self, calib: np.ndarray, fitted: np.ndarray) -> float:
+        """The factor (>= 1) by which the fitted tail must be raised to cover the fitted scores.
+
+        A tail the model makes lighter than the scores themselves (a column
+        bounded below piles its residuals up near the bound, which no
+        exponential follows; a mixture's second component) must not call its
+        own calibration scores improbable.  At each fitted score ``x`` with
+        ``c`` calibration scores at or above it, the model's expected count
+        ``(n + 1) p(x)`` must reach the one-sided 95% lower confidence bound of
+        a Poisson mean given ``c`` (``chi2(0.05, 2c) / 2``); the largest
+        shortfall sets the lift, kept beyond the last fitted score too.
+        """
+        from scipy.stats import chi2
+
+        n = calib.size
+        # The trimmed scores above are not the model's to cover (they may be the anomalies).
+        count = n - np.searchsorted(calib, fitted, side="left") - self.n_trimmed
+        needed = 0.5 * chi2.ppf(LIFT_LEVEL, 2.0 * count) / (n + 1.0)
+        model = self._tail(fitted)
+        return float(max(1.0, np.max(needed / np.maximum(model, 1e-300))))
+
+    def _tail(self, s: np.ndarray) -> np.ndarray:
+        """The fitted generalized Pareto tail's p-value of scores above the threshold (unlifted)."""
+        excess = np.maximum(np.asarray(s, dtype=np.float64) - self.threshold, 0.0)
+        parts = zip(self.shapes, self.scales, self.weights, strict=True)
+        return (
+            self.n_tail / (self.n + 1.0) * sum(w * gpd_survival(excess, xi, sigma) for xi, sigma, w in parts)
+        )
 
     def p_values(self, scores: np.ndarray) -> np.ndarray:
         """p-value of each score (higher score = more anomalous)."""
         s = np.asarray(scores, dtype=np.float64)
-        n = self.scores.size
-        body = (1.0 + conformal_ranks(self.scores, s)) / (n + 1.0)
+        # #{c >= s}: exact at the knots (every calibration score when there are few), interpolated
+        # between them, n below the smallest and 0 above the largest.
+        count = np.interp(s, self.knots, self.at_least, left=float(self.n), right=0.0)
+        count = np.where(s > self.knots[-1], 0.0, count)
+        body = (1.0 + count) / (self.n + 1.0)
         if self.n_tail == 0:
             return body
-        excess = np.maximum(s - self.threshold, 0.0)
-        parts = zip(self.shapes, self.scales, self.weights, strict=True)
-        survival = sum(w * gpd_survival(excess, xi, sigma) for xi, sigma, w in parts)
-        return np.where(s > self.threshold, self.n_tail / (n + 1.0) * survival, body)
+        tail = np.minimum(self.lift * self._tail(s), 1.0)
+        return np.where(s > self.threshold, tail, body)
+
+    def to_state(self, prefix: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """(JSON-able numbers, arrays) for the model file."""
+        meta = {"n": self.n, "threshold": self.threshold, "n_tail": self.n_tail, "n_trimmed": self.n_trimmed,
+                "lift": self.lift}  # fmt: skip
+        return meta, {f"{prefix}{name}": np.asarray(getattr(self, name)) for name in _ARRAYS}
+
+    @classmethod
+    def from_state(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray], prefix: str) -> TailModel:
+        """Rebuild from :meth:`to_state`; refuse arrays that cannot be a tail model."""
+        got = [np.asarray(arrays[f"{prefix}{name}"], dtype=np.float64).reshape(-1) for name in _ARRAYS]
+        knots, at_least, shapes, scales, weights = got
+        if len(knots) == 0 or len(knots) != len(at_least) or np.any(np.diff(knots) < 0):
+            raise ValueError("tail model knots must be sorted, one count each")
+        if not len(shapes) == len(scales) == len(weights) or np.any(scales <= 0) or np.any(shapes < 0):
+            raise ValueError("tail model needs a positive scale and a shape >= 0 per weight")
+        return cls(knots, at_least, int(meta["n"]), float(meta["threshold"]), int(meta["n_tail"]),
+                   shapes, scales, weights, int(meta.get("n_trimmed", 0)), float(meta.get("lift", 1.0)))  # fmt: skip
 
 
-def self_calibrated_flags(
-    scores: np.ndarray, fdr: float, p_values: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """p-values and BH flags of rows that are their own calibration set, calibrated on the rows not flagged.
+_ARRAYS = ("knots", "at_least", "shapes", "scales", "weights")
 
-    When a table is scored by a model fitted on itself, its own (cross-fitted)
-    scores calibrate its p-values, and its anomalies are among them: counted as
-    tail mass of normal rows, 20 anomalies in 3,000 rows made the fitted tail
-    heavier (mean shape 0.30 instead of 0.09) and every p-value several times
-    too large.  As in SPOT (Siffer et al., KDD 2017), where a value that
-    raises an alarm does not update the tail, the flagged rows leave the
-    calibration and the flags are recomputed until they no longer change (at
-    most ``MAX_RECALIBRATIONS`` times).  A table with no anomalies is
-    unaffected unless the first pass flags something, so the chance of
-    flagging anything in it, its false discovery rate, is that of one pass.
-    ``p_values``: the first pass's, against all the scores, when the caller
-    has them already.
+
+def _knots(calib: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted scores, or ``MAX_KNOTS`` of them spread over the ranks (the top half of the knots
+    the top scores themselves), with ``#{c >= knot}`` at each."""
+    n = calib.size
+    if n <= MAX_KNOTS:
+        index = np.arange(n)
+    else:
+        top = MAX_KNOTS // 2
+        spread = np.linspace(0, n - top - 1, MAX_KNOTS - top).round().astype(np.int64)
+        index = np.unique(np.r_[spread, np.arange(n - top, n)])
+    knots = calib[index]
+    return knots, (n - np.searchsorted(calib, knots, side="left")).astype(np.float64)
+
+
+def gap_trim(calib: np.ndarray, k: int, max_trim_share: float, trim_share: float) -> int:
+    """How many of the top sorted scores ``calib`` to leave out of a tail fit on ``k`` excesses.
+
+    Under an exponential tail the normalized spacings of the top order
+    statistics, ``D_i = i (x_(i) - x_(i+1))`` (``x_(1)`` the largest), are
+    independent exponentials of one mean (Renyi's representation), so
+    ``D_i`` over the mean of the ``m`` spacings below it exceeds ``r`` with
+    chance ``(1 + r / m)^-m`` (an F distribution).  Scanning ``i`` from the
+    most that may be trimmed (half the excesses, a quarter of the rows) down
+    to 1, the first spacing improbable at ``GAP_LEVEL`` (over the positions
+    scanned, Bonferroni) is a gap, and the ``i`` scores above it are
+    trimmed: a cluster of anomalies standing apart from the normal rows (a
+    broken batch) is left out whole.  Anomalies spread along the tail leave
+    no such gap; at least ``trim_share`` of the rows is trimmed anyway.
     """
-    scores = np.asarray(scores, dtype=np.float64)
-    p = TailModel.fit(scores).p_values(scores) if p_values is None else np.asarray(p_values, dtype=np.float64)
-    flags = benjamini_hochberg(p, fdr)
-    for _ in range(MAX_RECALIBRATIONS):
-        if not flags.any() or flags.all():
-            break
-        p = TailModel.fit(scores[~flags]).p_values(scores)
-        again = benjamini_hochberg(p, fdr)
-        if np.array_equal(again, flags):
-            break
-        flags = again
-    return p, flags
+    n = calib.size
+    least = max(min(int(np.ceil(trim_share * n)), k - MIN_FITTED), 0)
+    most = min(int(max_trim_share * n), k // 2)
+    if most <= least:
+        return least
+    top = calib[::-1][: k + 1]
+    if np.unique(top).size < 0.9 * top.size:
+        # Tied scores (a count, a few levels) are no exponential tail: their jumps are not gaps.
+        return least
+    spacings = np.arange(1, k + 1) * (top[:-1] - top[1:])  # spacings[i - 1] = D_i
+    after = np.cumsum(spacings[::-1])[::-1]  # after[i] = D_{i+1} + ... + D_k
+    level = GAP_LEVEL / (most - least)
+    for i in range(most, least, -1):
+        m = k - i
+        ratio = spacings[i - 1] / (after[i] / m) if after[i] > 0 else np.inf
+        if spacings[i - 1] > 0 and -m * np.log1p(ratio / m) < np.log(level):
+            return i
+    return least
 
 
 def gpd_survival(x: np.ndarray, shape: float, scale: float) -> np.ndarray:
@@ -140,38 +245,56 @@ def gpd_survival(x: np.ndarray, shape: float, scale: float) -> np.ndarray:
     return np.exp(-np.log1p(shape * x / scale) / shape)
 
 
-def shape_posterior(excess: np.ndarray, n_censored: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """Shapes on ``SHAPES``, each with its maximum-likelihood scale and posterior weight (flat prior).
+def shape_posterior(
+    excess: np.ndarray, cut: float | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The maximum-likelihood shape on ``SHAPES`` and its scale (as one-element arrays, weight 1).
 
-    The top ``n_censored`` excesses are right-censored at the largest
-    uncensored one ``c``: their likelihood is ``S(c)``.  The weight of a
-    shape is its profile likelihood (the scale at its maximum), normalized:
-    a Laplace-type approximation of the posterior under flat priors.  None
-    when the excesses have no spread to fit.
+    With a ``cut`` the likelihood is that of the excesses truncated there:
+    each excess's density over ``F(cut)``, so that what lies above it (the
+    trimmed scores) weighs nothing.  None when the excesses have no spread.
     """
     from scipy.optimize import minimize_scalar
 
     excess = np.sort(np.asarray(excess, dtype=np.float64))
-    seen = excess[: excess.size - n_censored]
-    if seen.size < 2 or seen[-1] <= 0:
+    if excess.size < 2 or excess[-1] <= 0:
         return None
-    level = float(seen[-1])
-    mean = float(seen.mean()) + n_censored * level / seen.size
+    m, total = excess.size, float(excess.sum())
+    mean = total / m
     scales, logliks = [], []
     for xi in SHAPES:
 
         def nll(log_scale: float, xi: float = float(xi)) -> float:
             sigma = np.exp(log_scale)
             if xi == 0:
-                return seen.size * log_scale + (seen.sum() + n_censored * level) / sigma
-            return float(seen.size * log_scale + (1.0 / xi + 1.0) * np.log1p(xi * seen / sigma).sum()
-                         + n_censored / xi * np.log1p(xi * level / sigma))  # fmt: skip
+                density = m * log_scale + total / sigma
+            else:
+                density = m * log_scale + (1.0 / xi + 1.0) * float(np.log1p(xi * excess / sigma).sum())
+            if cut is None:
+                return float(density)
+            below = -np.expm1(-cut / sigma) if xi == 0 else -np.expm1(-np.log1p(xi * cut / sigma) / xi)
+            return float(density + m * np.log(max(below, 1e-300)))
 
         found = minimize_scalar(nll, bounds=(np.log(mean) - 8.0, np.log(mean) + 3.0), method="bounded")
         scales.append(float(np.exp(found.x)))
         logliks.append(-float(found.fun))
-    weights = np.exp(np.asarray(logliks) - max(logliks))
-    return SHAPES.copy(), np.asarray(scales), weights / weights.sum()
+    best = int(np.argmax(logliks))
+    return SHAPES[best : best + 1].copy(), np.asarray(scales[best : best + 1]), np.ones(1)
+
+
+def combine(p_values: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted Bonferroni: ``min(1, min_j p_j / w_j)`` per row, and which ``j`` gave it.
+
+    ``p_values``: (n, m), one column per test of a row (NaN: not tested);
+    ``weights``: (m,), summing to at most 1.  Under the null every ``p_j``
+    is uniform or larger, so ``P(min_j p_j / w_j <= t) <= sum_j w_j t <= t``
+    whatever the tests' dependence: the combined p-value is valid without
+    modelling how the row's channels relate.
+    """
+    p = np.where(np.isnan(p_values), np.inf, p_values) / np.asarray(weights, dtype=np.float64)
+    which = np.argmin(p, axis=1) if p.shape[1] else np.zeros(len(p), dtype=np.int64)
+    best = p[np.arange(len(p)), which] if p.shape[1] else np.ones(len(p))
+    return np.minimum(best, 1.0), which
 
 
 def conformal_p_values(calibration_scores: np.ndarray, scores: np.ndarray) -> np.ndarray:

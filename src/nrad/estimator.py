@@ -18,7 +18,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator, OutlierMixin
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from nrad.calibration import check_level
+from nrad.calibration import benjamini_hochberg, check_level
 from nrad.table import DEFAULT_FDR, DETECTORS, TableModel, as_pandas, fit_table
 
 
@@ -85,17 +85,17 @@ class TableDetector(OutlierMixin, BaseEstimator):
         )
         self.n_features_in_ = frame.shape[1]
         self.feature_names_in_ = np.asarray(frame.columns, dtype=object)
-        self.decision_scores_ = self.model_.score_rows(frame, in_sample=True)[0]["anomaly_score"].to_numpy()
+        scored = self.model_.score_rows(frame, in_sample=True)[0]
+        self.decision_scores_ = scored["anomaly_score"].to_numpy()
+        self.training_p_values_ = scored["p_value"].to_numpy()
         return self
 
     def fit_predict(self, X: Any, y: Any = None) -> np.ndarray:
-        """Fit on ``X`` and flag its own rows, each scored by the members that did not see it, with
-        self-calibrated p-values: ``nrad detect``'s ``flagged`` column (-1 flagged, +1 not)."""
+        """Fit on ``X`` and flag its own rows, each scored by the members that did not see it:
+        ``nrad detect``'s ``flagged`` column (-1 flagged, +1 not)."""
         self.fit(X)
-        # The training rows' scores are already in decision_scores_: flag them without a second pass.
-        scores = self.decision_scores_
-        _, flagged = self.model_.in_sample_flags(scores, self.fdr, self.model_.p_values(scores))
-        return np.where(flagged, -1, 1)
+        # The training rows' p-values were computed by fit: flag them without a second pass.
+        return np.where(benjamini_hochberg(self.training_p_values_, self.fdr), -1, 1)
 
     def anomaly_score(self, X: Any) -> np.ndarray:
         """Anomaly score per row, the rows read as new ones (higher = more anomalous)."""

@@ -235,11 +235,11 @@ def _categorical_columns(model: TableModel) -> list[int]:
 
 
 def _level_candidates(model: TableModel, f: int) -> np.ndarray:
-    from nrad.table import PRESENT
+    from nrad.table import PRESENT, SPIKE
 
     n_cat = len(model.schema.categorical_names)
-    if f >= n_cat:  # a missing indicator: the repair of a missing cell is a present one
-        return np.array([PRESENT])
+    if f >= n_cat:  # a number's indicator: present, or at its column's spike if it has one
+        return np.array([PRESENT, SPIKE]) if model.categories.n_codes[f] == 4 else np.array([PRESENT])
     k = model.categories.n_codes[f]
     if k <= MAX_LEVEL_CANDIDATES:
         return np.arange(k)
@@ -256,22 +256,21 @@ def _categorical_totals(
     candidates: np.ndarray,
     folds: np.ndarray | None,
 ) -> np.ndarray:
-    """Scores of each row with code feature ``f`` set to each candidate; shape (n, len(candidates))."""
+    """Scores of each row with code feature ``f`` set to each candidate; shape (n, len(candidates)).
+
+    The numbers keep their score: when ``f`` is the context a number is read
+    against (a person's sex for their weight), reading the number against
+    another level would credit the category with what the number itself is
+    doing wrong (a weight of 166 kg beside a height of 57 cm is odd for
+    either sex, less so for one of them).  The category is repaired for what
+    it costs itself, given its parent and children among the categories.
+    """
     n, c = len(prep.y), len(candidates)
     codes = np.repeat(prep.codes, c, axis=0)
     own = np.repeat(prep.own_codes, c, axis=0)
     codes[:, f] = np.tile(candidates, n)
     totals = -model.categories.log_terms(codes, leave_out=None if folds is None else own).sum(axis=1)
-    if z.shape[1] and ((model.scaler.parent == f) | (model.scaler.fallback == f)).any():
-        # The feature is a numeric column's context: the numbers are read anew against it.
-        y = np.repeat(prep.y, c, axis=0)
-        new_z, terms = model.numeric_z(y, codes)
-        missing = np.isnan(new_z)
-        new_z = np.where(missing, np.repeat(z, c, axis=0), new_z)
-        terms = terms + model.filled_terms(new_z, missing)
-        totals += model.flow_score(new_z, None if folds is None else np.repeat(folds, c)) + terms.sum(axis=1)
-    else:
-        totals += np.repeat(numeric, c)
+    totals += np.repeat(numeric, c)
     return totals.reshape(n, c)
 
 
@@ -337,9 +336,15 @@ def _categorical_reason(model: TableModel, prep: Prepared, i: int, f: int, best:
     n_cat = len(schema.categorical_names)
     code = int(prep.codes[i, f])
     n = int(cats.counts[f].sum())
-    if f >= n_cat:  # a missing numeric cell
+    if f >= n_cat:  # a number's indicator: missing, at its spike, or off it
         name = schema.numeric_names[model.indicator_features[f - n_cat]]
-        return f"{name} missing (in {int(cats.counts[f][code])} of {n} training rows)"
+        seen = int(cats.counts[f][code])
+        if code == cats.n_codes[f] - 1:
+            return f"{name} missing (in {seen} of {n} training rows)"
+        spike = schema.columns[schema.numeric_sources[model.indicator_features[f - n_cat]]].spike
+        if code == 0 and spike is not None:
+            return f"{name} {_number(raw)}: not {spike:g}, as in {seen} of {n} training rows"
+        return f"{name} {_number(raw)} (as in {seen} of {n} training rows)"
     name = schema.categorical_names[f]
     label = _label(model, f, code, raw)
     seen = int(cats.counts[f][code])

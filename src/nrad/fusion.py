@@ -32,10 +32,13 @@ from sklearn.ensemble import IsolationForest
 
 from nrad.neighbours import NeighbourSearch
 
-#: The members, in the order of ``center`` and ``spread``.
-MEMBERS = ("density", "neighbours", "isolation")
+#: The members, in the order of ``center`` and ``spread``: the density, the two fitted here, and
+#: the robust Gaussian distance (:mod:`nrad.gaussian`, which the table model holds).
+MEMBERS = ("density", "neighbours", "isolation", "robust distance")
 #: A row's neighbour score is its distance to the K-th nearest reference row (PyOD's KNN default).
 N_NEIGHBORS = 5
+#: Neighbour distances below this (duplicate rows) count as this (their log stays finite).
+MIN_DISTANCE = 1e-6
 #: Trees per fold's isolation forest (scikit-learn's default).
 N_TREES = 100
 #: Reference rows per fold for the neighbour score, at most (a random subset beyond).  Scoring a
@@ -226,7 +229,12 @@ class Fusion:
         return out
 
     def _fold_members(self, k: int, z: np.ndarray) -> np.ndarray:
-        return np.column_stack([self._neighbour_distance(k, z), self.forests[k].score(z)])
+        # The neighbour score on a log scale: d log r_k is the k-NN density estimate's own
+        # negative log-density (up to a constant), the density member's unit, and its tail is
+        # exponential where the raw distance's is heavy (shape 0.15-0.2 on heavy-tailed columns),
+        # which the p-values' tail model needs (nrad.calibration).
+        distance = self._neighbour_distance(k, z)
+        return np.column_stack([np.log(np.maximum(distance, MIN_DISTANCE)), self.forests[k].score(z)])
 
     def _neighbour_distance(self, k: int, z: np.ndarray) -> np.ndarray:
         """Distance of each row to its ``N_NEIGHBORS``-th nearest reference row of fold ``k``
@@ -240,15 +248,16 @@ class Fusion:
         return map_chunks(torch.as_tensor(z, dtype=torch.float64), self._searches[k].kth_distance)
 
     def calibrate(self, density: np.ndarray, members: np.ndarray) -> None:
-        """Set each member's scale from the out-of-fold scores of the training rows."""
-        for m, scores in enumerate([density, members[:, 0], members[:, 1]]):
+        """Set each member's scale from the out-of-fold scores of the training rows (``members``:
+        the other members' scores, one column each, in ``MEMBERS`` order)."""
+        for m, scores in enumerate([density, *members.T]):
             low, mid, high = np.percentile(scores, [25, 50, 75])
             self.center[m] = mid
             # A member whose training scores barely spread (ties) counts on the scale of its sd.
             self.spread[m] = high - low if high > low else max(float(np.std(scores)), 1e-12)
 
     def combine(self, density: np.ndarray, members: np.ndarray) -> np.ndarray:
-        """The fused score: the sum of the three members' standardized scores."""
+        """The fused score: the sum of the members' standardized scores."""
         parts = np.column_stack([density, members])
         return ((parts - self.center) / self.spread).sum(axis=1)
 

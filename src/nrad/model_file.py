@@ -30,19 +30,22 @@ from safetensors.numpy import save as save_tensors
 from nrad import __version__
 from nrad.calibration import TailModel
 from nrad.categories import CategoryModel
+from nrad.cells import NumericCellTests
 from nrad.detector import NRDE
 from nrad.errors import NradError
 from nrad.flow import CouplingFlow
 from nrad.fusion import Fusion
+from nrad.gaussian import RobustGaussian
 from nrad.io import atomic_path
 from nrad.preprocess import TableSchema
 from nrad.scaler import NumericScaler
-from nrad.table import TableModel
+from nrad.table import MAX_CELL_FEATURES, TableModel
 
 FORMAT = "nrad-model"
-#: Version 3 added the fused score's members (``fusion``); version 2 files (the density alone) still load.
-FORMAT_VERSION = 3
-READS_VERSIONS = (2, 3)
+#: Version 4: the robust Gaussian, the cells' tests and the tails of every test (p-values of
+#: earlier versions were calibrated differently: those files must be refitted).
+FORMAT_VERSION = 4
+READS_VERSIONS = (4,)
 MANIFEST, TENSORS = "manifest.json", "tensors.safetensors"
 MAX_MANIFEST_BYTES = 16 * 2**20
 MAX_TENSOR_BYTES = 2 * 2**30
@@ -93,12 +96,23 @@ def _write_zip(model: TableModel, fh: Any) -> None:
     if model.fusion is not None:
         fusion, fusion_arrays = model.fusion.to_state("fusion.")
         tensors.update(fusion_arrays)
-    tail = None
-    if model.tail is not None:
-        t = model.tail
-        tensors.update({"tail.scores": t.scores, "tail.shapes": t.shapes, "tail.scales": t.scales,
-                        "tail.weights": t.weights})  # fmt: skip
-        tail = {"threshold": t.threshold, "n_tail": t.n_tail}
+    tails = {}
+    for name in ("tail", "distance_tail"):
+        part = getattr(model, name)
+        if part is not None:
+            tails[name], arrays = part.to_state(f"{name}.")
+            tensors.update(arrays)
+    gaussians = []
+    for k, gaussian in enumerate(model.gaussians):
+        meta, arrays = gaussian.to_state(f"gaussian{k}.")
+        gaussians.append(meta)
+        tensors.update(arrays)
+    cells = None
+    if model.cell_tests is not None:
+        cells, arrays = model.cell_tests.to_state("cells.")
+        tensors.update(arrays)
+    if model.basis is not None:
+        tensors["basis"] = model.basis
     manifest = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -108,7 +122,10 @@ def _write_zip(model: TableModel, fh: Any) -> None:
         "scaler": scaler,
         "detectors": detectors,
         "fusion": fusion,
-        "tail": tail,
+        "tails": tails,
+        "gaussians": gaussians,
+        "cells": cells,
+        "residual_variance": model.residual_variance,
         "id_column": model.id_column,
         "ignore": model.ignore,
         "info": model.info,
@@ -214,24 +231,39 @@ def _rebuild(manifest: dict[str, Any], tensors: dict[str, np.ndarray]) -> TableM
         raise ValueError(
             f"scaler has {scaler.n_features} features, the schema makes {len(schema.numeric_names)}"
         )
-    detectors = [
-        _rebuild_detector(spec, tensors, k, scaler.n_features) for k, spec in enumerate(manifest["detectors"])
-    ]
+    p = scaler.n_features
+    basis = np.asarray(tensors["basis"], dtype=np.float64) if "basis" in tensors else None
+    if basis is not None and (basis.ndim != 2 or basis.shape[0] != p or not np.isfinite(basis).all()):
+        raise ValueError(f"the components basis must be finite, with a row per numeric feature ({p})")
+    width = p if basis is None else basis.shape[1]
+    detectors = [_rebuild_detector(spec, tensors, k, width) for k, spec in enumerate(manifest["detectors"])]
+    n_folds = max(len(detectors), len(manifest["gaussians"]))
     fusion = None
     if manifest.get("fusion") is not None:
-        fusion = Fusion.from_state(manifest["fusion"], tensors, "fusion.", len(detectors), scaler.n_features)
-    tail = None
-    if manifest["tail"] is not None:
-        t = manifest["tail"]
-        arrays = [
-            np.asarray(tensors[f"tail.{a}"], dtype=np.float64)
-            for a in ("scores", "shapes", "scales", "weights")
-        ]
-        if not arrays[1].shape == arrays[2].shape == arrays[3].shape or np.any(arrays[2] <= 0):
-            raise ValueError("the calibration tail's shapes, scales and weights do not match")
-        tail = TailModel(arrays[0], float(t["threshold"]), int(t["n_tail"]), *arrays[1:])
-    return TableModel(schema, categories, scaler, detectors, tail, manifest.get("id_column"),
-                      list(manifest.get("ignore", [])), manifest.get("info", {}), fusion)  # fmt: skip
+        fusion = Fusion.from_state(manifest["fusion"], tensors, "fusion.", n_folds, p)
+    tails = {
+        name: TailModel.from_state(meta, tensors, f"{name}.") for name, meta in manifest["tails"].items()
+    }
+    gaussian_width = p if basis is None or p <= MAX_CELL_FEATURES else width
+    gaussians = [
+        RobustGaussian.from_state(meta, tensors, f"gaussian{k}.", gaussian_width)
+        for k, meta in enumerate(manifest["gaussians"])
+    ]
+    cells = (
+        None
+        if manifest["cells"] is None
+        else NumericCellTests.from_state(manifest["cells"], tensors, "cells.")
+    )
+    if cells is not None and cells.n_features != p:
+        raise ValueError(f"cell tests are for {cells.n_features} numeric features, the scaler makes {p}")
+    residual_variance = float(manifest["residual_variance"])
+    if not residual_variance > 0:
+        raise ValueError("the components' residual variance must be positive")
+    return TableModel(
+        schema, categories, scaler, detectors, tails.get("tail"), manifest.get("id_column"),
+        list(manifest.get("ignore", [])), manifest.get("info", {}), fusion=fusion, gaussians=gaussians,
+        basis=basis, residual_variance=residual_variance, cell_tests=cells, distance_tail=tails.get("distance_tail"),
+    )  # fmt: skip
 
 
 def _rebuild_detector(spec: dict[str, Any], tensors: dict[str, np.ndarray], k: int, d: int) -> NRDE:

@@ -28,7 +28,9 @@ Column handling (documented in docs/usage.md):
 
 from __future__ import annotations
 
+import re
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +52,17 @@ MIN_ID_ROWS = 20
 NA_TOKENS = frozenset({"", "na", "n/a", "nan", "null", "none", "?", "-", "--", "#n/a"})
 OTHER, MISSING = "<other>", "<missing>"
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+#: The last word of a column name that says it is a key (an integer key may be shuffled).
+KEY_WORDS = frozenset({"id", "key", "no", "nr", "num", "number", "pid", "uuid", "guid", "ref", "code"})
+#: All-distinct integers are a key when a measurement spread as widely would share this many values.
+KEY_COLLISIONS = 5.0
+#: A numeric column has a spike (a point mass: 0 in most rows, a default value) at a value that
+#: holds at least this share of its present values ...
+SPIKE_SHARE = 0.5
+#: ... or this share when the value is the column's smallest or largest (zero-inflated amounts) ...
+EDGE_SPIKE_SHARE = 0.2
+#: ... and the other values take at least this many distinct values (else it is a flag or a few levels).
+SPIKE_REST_LEVELS = 3
 
 
 def standardization(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -95,6 +108,8 @@ class ColumnPlan:
     has_hour: bool = True
     #: datetime: the strftime format of the text ("" for datetime values).
     format: str = ""
+    #: numeric: the value of its spike (see :func:`spike_value`), None without one.
+    spike: float | None = None
 
     def numeric_features(self) -> list[str]:
         if self.kind == "numeric":
@@ -124,6 +139,8 @@ class Encoded:
     counts: dict[str, int]
     #: (n, n_columns) True where the row's value of that kept column was missing.
     missing: np.ndarray
+    #: (n, p) True where a numeric feature is at its column's spike (its number then NaN in ``numeric``).
+    at_spike: np.ndarray | None = None
 
 
 @dataclass
@@ -182,14 +199,20 @@ class TableSchema:
             raise NradError(f"the model's preprocessing schema is malformed: {exc}") from exc
 
 
-def fit_schema(df: pd.DataFrame, detect_identifiers: bool = True) -> TableSchema:
-    """Decide each column's handling from the training rows."""
+def fit_schema(
+    df: pd.DataFrame, detect_identifiers: bool = True, features: Sequence[str] = ()
+) -> TableSchema:
+    """Decide each column's handling from the training rows; ``features``: columns kept as
+    features even if they look like identifiers."""
     _check_table(df, "training data")
+    unknown = [c for c in features if c not in df.columns]
+    if unknown:
+        raise NradError(f"no column named {', '.join(map(repr, unknown))} (given as a feature to keep)")
     plans, dropped, identifiers = [], {}, []
     counts = {"parse_failures": 0}
     for name in df.columns:
         col = df[name]
-        if detect_identifiers and is_identifier(col):
+        if detect_identifiers and name not in features and is_identifier(col):
             identifiers.append(str(name))
             continue
         plan, reason, failures = _plan_column(str(name), col)
@@ -209,27 +232,43 @@ def fit_schema(df: pd.DataFrame, detect_identifiers: bool = True) -> TableSchema
 
 
 def is_identifier(col: pd.Series) -> bool:
-    """All values distinct and present, and text (not numbers or dates) or integers in sequence.
+    """All values distinct and present, and text (not numbers or dates) or integers that look like keys.
 
     Measurements are often all distinct too (amounts with cents), so numbers
-    count only when they are integers that are consecutive once sorted, or
-    rise from row to row (a row counter, an auto-increment key).
+    count only when they are integers that are consecutive once sorted, rise
+    from row to row (a row counter, an auto-increment key), are named like a
+    key (``order_id``, ``PID``, ``parcel_no``), or are too spread out to be a
+    measurement: ``n`` values drawn over a span of ``s`` integers would
+    share a value about ``n^2 / (2 s)`` times, and a key shares none where
+    ``KEY_COLLISIONS`` were expected.
     """
     n = len(col)
     if n < MIN_ID_ROWS or col.isna().any() or not col.is_unique:
         return False
     if pd.api.types.is_bool_dtype(col) or pd.api.types.is_datetime64_any_dtype(col):
         return False
+    if pd.api.types.is_float_dtype(col) and bool((col % 1 == 0).all()) and bool(col.abs().max() < 2**62):
+        col = col.astype(np.int64)
     if pd.api.types.is_integer_dtype(col):
         values = col.to_numpy(dtype=np.int64)
-        return bool(np.all(np.diff(np.sort(values)) == 1) or np.all(np.diff(values) > 0))
+        ordered = np.sort(values)
+        if np.all(np.diff(ordered) == 1) or np.all(np.diff(values) > 0) or _named_like_key(str(col.name)):
+            return True
+        span = float(ordered[-1]) - float(ordered[0]) + 1.0
+        return n * n / (2.0 * span) >= KEY_COLLISIONS
     if pd.api.types.is_numeric_dtype(col):
         return False
     text = col.astype("string")
     parsed, _ = _numeric_parse(text)
     if parsed.notna().mean() >= NUMERIC_PARSE_SHARE:
-        return is_identifier(parsed.astype("Int64")) if (parsed % 1 == 0).all() else False
+        return is_identifier(parsed.astype("Int64").rename(col.name)) if (parsed % 1 == 0).all() else False
     return _datetime_kind(col) is None
+
+
+def _named_like_key(name: str) -> bool:
+    """``order_id``, ``OrderID``, ``PID``, ``parcel_no``, ``Ticket Number``: the last word names a key."""
+    words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)
+    return bool(words) and words[-1].lower() in KEY_WORDS
 
 
 def encode(schema: TableSchema, df: pd.DataFrame, what: str = "data") -> Encoded:
@@ -237,10 +276,17 @@ def encode(schema: TableSchema, df: pd.DataFrame, what: str = "data") -> Encoded
     _check_table(df, what)
     _check_columns(schema, df, what)
     n = len(df)
-    numeric, codes, flags = [], [], []
+    numeric, codes, flags, spikes = [], [], [], []
     counts = {"missing_cells": 0, "unseen_levels": 0, "parse_failures": 0}
     for plan in schema.columns:
         nums, cats, missing, unseen, failures = _apply(plan, df[plan.name])
+        if plan.spike is not None:
+            nums = [v.copy() for v in nums]
+        for values in nums:
+            at = np.isfinite(values) & (values == plan.spike) if plan.spike is not None else np.zeros(n, bool)
+            if at.any():
+                values[at] = np.nan
+            spikes.append(at)
         numeric += nums
         codes += cats
         flags.append(missing)
@@ -253,6 +299,7 @@ def encode(schema: TableSchema, df: pd.DataFrame, what: str = "data") -> Encoded
         codes=np.column_stack(codes).astype(np.int64) if codes else np.zeros((n, 0), dtype=np.int64),
         counts=counts,
         missing=missing,
+        at_spike=np.column_stack(spikes) if spikes else np.zeros((n, 0), dtype=bool),
     )
 
 
@@ -378,7 +425,30 @@ def _numeric_plan(name: str, values: pd.Series, failures: int) -> tuple[ColumnPl
     distinct = finite.nunique()
     if distinct <= 1 and values.notna().all():
         return None, "constant", failures
-    return ColumnPlan(name, "numeric", fill=float(finite.median())), "", failures
+    return ColumnPlan(name, "numeric", fill=float(finite.median()), spike=spike_value(finite)), "", failures
+
+
+def spike_value(values: pd.Series) -> float | None:
+    """The value of a point mass in a numeric column, or None.
+
+    A column that is 0 in most rows and spread over real values in the
+    others (a pool's area, a second floor's) is two things: whether the row
+    is at the spike, a category, and the value when it is not, a number.
+    Read as one number, its spike is a density peak the flows learn as near
+    certainty, and every value off it costs thousands of nats.  A spike is a
+    value held by ``SPIKE_SHARE`` of the present values, or ``EDGE_SPIKE_SHARE``
+    when it is the smallest or largest value, with at least
+    ``SPIKE_REST_LEVELS`` distinct values besides it.
+    """
+    counts = values.value_counts()
+    if counts.empty:
+        return None
+    value, count = float(counts.index[0]), int(counts.iloc[0])
+    share = count / len(values)
+    at_edge = value in (float(values.min()), float(values.max()))
+    if len(counts) - 1 < SPIKE_REST_LEVELS or share < (EDGE_SPIKE_SHARE if at_edge else SPIKE_SHARE):
+        return None
+    return value
 
 
 def _categorical_plan(name: str, col: pd.Series) -> tuple[ColumnPlan | None, str, int]:

@@ -82,6 +82,8 @@ class PlantedTable:
     frame: Any
     #: One row per planted anomaly: ``row`` (0-based position), ``kind``, ``causes`` (tuple of columns).
     truth: Any
+    #: Rows whose only oddity is a rare but legitimate value (not anomalies; None: not tracked).
+    rare: Any = None
 
     @property
     def labels(self) -> np.ndarray:
@@ -437,5 +439,429 @@ FAMILIES = {
 }
 
 
+def _unique_integers(rng: np.random.Generator, n: int, low: int, high: int) -> np.ndarray:
+    """``n`` distinct random integers in ``[low, high]``, in random order (a key column)."""
+    drawn = rng.integers(low, high + 1, size=2 * n + 10)
+    _, first = np.unique(drawn, return_index=True)
+    return drawn[np.sort(first)][:n]
+
+
 def _planted_rows(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
     return np.sort(rng.choice(n, size=k, replace=False)) if k else np.zeros(0, dtype=int)
+
+
+# -- further planted families: wide tables, relations between columns, a broken batch ------------
+
+
+PROPERTY_KINDS = ("year_200_off", "times_100", "negative_count", "sentinel_value")
+
+
+def make_property_records(
+    n_rows: int = 3000,
+    n_anomalies: int = 20,
+    random_state: int = 0,
+    missing_rate: float = 0.02,
+    kinds: tuple[str, ...] | None = None,
+) -> PlantedTable:
+    """Property sales, 74 columns: two keys (``record_id``, ``parcel_no``), 18 categorical columns,
+    54 numeric ones (years, areas that add up, counts, prices, scores; many zero-inflated: a porch,
+    a pool, a miscellaneous value), missing cells where a column does not apply (no garage: no
+    garage year) and at random.
+
+    Planted, one impossible cell per row: ``year_200_off`` (a year 200 years off), ``times_100``
+    (an area, a price or a consumption 100x), ``negative_count`` (a negative count),
+    ``sentinel_value`` (99999 or -9999 in a measured column).  Rows whose only oddity is a rare
+    but legitimate value (a pool, a miscellaneous value, low-quality area) are listed in ``rare``.
+    """
+    import pandas as pd
+
+    rng = np.random.default_rng(random_state)
+    world = np.random.default_rng(777)
+    n = n_rows
+    regions = np.array(["north", "harbor", "old_town", "hills", "lakeside", "market", "airport", "west"])
+    region_year = world.uniform(1925, 1995, 8)
+    region_price = world.normal(0.0, 0.25, 8)
+    region_dist = world.uniform(1, 25, 8)
+    region = rng.choice(8, size=n, p=np.array([14, 12, 9, 13, 10, 16, 8, 18]) / 100)
+    district = np.array(
+        [f"{regions[r][:3].upper()}-{k}" for r, k in zip(region, rng.integers(1, 7, n), strict=True)]
+    )
+    ptype = rng.choice(
+        ["house", "townhouse", "condo", "duplex", "cabin"], size=n, p=[0.55, 0.15, 0.15, 0.1, 0.05]
+    )
+    quality = np.clip(np.round(rng.normal(6, 1.4, n)), 1, 10)
+    condition = np.array(["poor", "fair", "average", "good", "excellent"])[
+        np.clip(np.round(quality / 2.2 + rng.normal(0, 0.6, n)).astype(int) - 1, 0, 4)
+    ]
+    year_built = np.clip(np.round(region_year[region] + rng.normal(0, 18, n)), 1880, 2015)
+    remodelled = rng.random(n) < 0.5
+    year_remodel = np.where(
+        remodelled, np.round(year_built + rng.uniform(0, 1, n) * (2015 - year_built)), year_built
+    )
+    garage_type = rng.choice(["attached", "detached", "carport", "none"], size=n, p=[0.6, 0.25, 0.09, 0.06])
+    has_garage = garage_type != "none"
+    garage_year = np.where(
+        rng.random(n) < 0.85, year_built, np.minimum(year_built + rng.integers(1, 40, n), 2015)
+    )
+    size = {"house": 7.25, "townhouse": 6.9, "condo": 6.6, "duplex": 7.1, "cabin": 6.4}
+    floor1 = np.exp(np.array([size[t] for t in ptype]) + 0.08 * (quality - 6) + rng.normal(0, 0.22, n))
+    two_storey = rng.random(n) < np.where(np.isin(ptype, ["condo", "cabin"]), 0.1, 0.55)
+    floor2 = np.where(two_storey, floor1 * rng.uniform(0.5, 1.0, n), 0.0)
+    basement = rng.choice(["full", "partial", "none"], size=n, p=[0.6, 0.2, 0.2])
+    basement_area = np.where(
+        basement == "none", 0.0, floor1 * np.where(basement == "full", 1.0, rng.uniform(0.3, 0.7, n))
+    )
+    living = floor1 + floor2
+    rooms = np.maximum(np.round(living / 280 + rng.normal(0, 0.8, n)), 2)
+    bedrooms = np.clip(np.round(rooms * 0.45 + rng.normal(0, 0.5, n)), 1, rooms - 1)
+    bathrooms = np.clip(np.round(living / 900 + rng.normal(0, 0.4, n)), 1, 5)
+    half_baths = np.where(rng.random(n) < 0.6, 0, rng.integers(1, 3, n))
+    fireplaces = np.where(rng.random(n) < 0.5, 0, np.clip(np.round(rng.exponential(0.8, n)) + 1, 1, 3))
+    kitchens = np.where(rng.random(n) < 0.96, 1, 2)
+    garage_cars = np.where(has_garage, np.clip(np.round(rng.normal(2, 0.7, n)), 1, 4), 0)
+    garage_area = np.where(has_garage, garage_cars * rng.normal(260, 25, n), 0.0)
+    lot = np.exp(np.log(floor1) + 1.3 + 0.1 * region + rng.normal(0, 0.45, n))
+    frontage = np.sqrt(lot) * rng.normal(0.8, 0.08, n)
+    zero_or = lambda share, values: np.where(rng.random(n) < share, 0.0, values)  # noqa: E731
+    porch = zero_or(0.55, rng.lognormal(3.4, 0.6, n))
+    deck = zero_or(0.5, rng.lognormal(4.2, 0.5, n))
+    enclosed = zero_or(0.85, rng.lognormal(4.5, 0.4, n))
+    screen = zero_or(0.92, rng.lognormal(4.6, 0.3, n))
+    veneer = zero_or(0.6, rng.lognormal(4.8, 0.7, n))
+    pool = zero_or(0.995, rng.uniform(15, 70, n))
+    misc = zero_or(0.96, np.round(rng.lognormal(6.5, 1.2, n), -1))
+    low_quality = zero_or(0.985, rng.uniform(10, 60, n))
+    overall = quality
+    price = np.exp(
+        11.2
+        + 0.55 * np.log(living)
+        + 0.09 * (quality - 6)
+        + region_price[region]
+        + 0.15 * (basement_area > 0)
+        + 0.002 * (year_built - 1960)
+        + rng.normal(0, 0.12, n)
+    )
+    price = price + 8 * pool * 100 * (pool > 0) + misc
+    tax_rate = world.uniform(0.009, 0.016, 8)
+    tax = price * tax_rate[region] * rng.normal(1, 0.03, n)
+    insurance = price * 0.0028 * rng.normal(1, 0.08, n) + 40 * (ptype == "cabin")
+    heating = rng.choice(
+        ["gas", "oil", "electric", "heat_pump", "wood"], size=n, p=[0.5, 0.1, 0.2, 0.15, 0.05]
+    )
+    heat_factor = {"gas": 1.0, "oil": 1.15, "electric": 0.9, "heat_pump": 0.6, "wood": 1.3}
+    energy = (
+        (living + 0.5 * basement_area)
+        * 110
+        * np.array([heat_factor[h] for h in heating])
+        * rng.normal(1, 0.1, n)
+    )
+    water = rooms * 22 * rng.normal(1, 0.15, n)
+    survey = np.clip(np.round(quality[:, None] / 2 + rng.normal(0, 0.8, (n, 6))), 1, 5)
+    df = pd.DataFrame(
+        {
+            "record_id": [f"P{random_state:03d}-{i:06d}" for i in range(n)],
+            "parcel_no": _unique_integers(rng, n, 100_000_000, 999_999_999),
+            "region": regions[region],
+            "district": district,
+            "property_type": ptype,
+            "condition": condition,
+            "roof": rng.choice(
+                ["gable", "hip", "flat", "mansard", "shed", "gambrel"],
+                size=n,
+                p=[0.6, 0.25, 0.06, 0.03, 0.03, 0.03],
+            ),
+            "heating": heating,
+            "central_air": np.where(rng.random(n) < 0.9, "Y", "N"),
+            "zoning": rng.choice(["res_low", "res_high", "mixed", "rural"], size=n, p=[0.6, 0.2, 0.12, 0.08]),
+            "garage_type": garage_type,
+            "basement": basement,
+            "exterior": rng.choice(
+                ["vinyl", "wood", "brick", "stucco", "cement", "metal", "stone"],
+                size=n,
+                p=[0.35, 0.2, 0.15, 0.1, 0.1, 0.05, 0.05],
+            ),
+            "sale_type": rng.choice(
+                ["normal", "auction", "foreclosure", "estate"], size=n, p=[0.86, 0.05, 0.05, 0.04]
+            ),
+            "fence": rng.choice(["none", "wood", "metal"], size=n, p=[0.8, 0.15, 0.05]),
+            "alley": rng.choice(["none", "gravel", "paved"], size=n, p=[0.93, 0.04, 0.03]),
+            "paved_drive": rng.choice(["Y", "P", "N"], size=n, p=[0.9, 0.03, 0.07]),
+            "pool_quality": np.where(pool > 0, rng.choice(["good", "fair", "excellent"], size=n), None),
+            "kitchen_quality": np.array(["fair", "average", "good", "excellent"])[
+                np.clip(np.round(quality / 3 + rng.normal(0, 0.5, n)).astype(int) - 1, 0, 3)
+            ],
+            "year_built": year_built.astype(int),
+            "year_remodel": year_remodel.astype(int),
+            "garage_year": np.where(has_garage, garage_year, np.nan),
+            "year_sold": rng.integers(2006, 2011, n),
+            "month_sold": np.clip(np.round(rng.normal(6.5, 2.5, n)), 1, 12).astype(int),
+            "lot_area": lot.round(),
+            "lot_frontage": frontage.round(1),
+            "floor1_area": floor1.round(),
+            "floor2_area": floor2.round(),
+            "basement_area": basement_area.round(),
+            "living_area": (floor1.round() + floor2.round()),
+            "total_area": (floor1.round() + floor2.round() + basement_area.round()),
+            "rooms": rooms.astype(int),
+            "bedrooms": bedrooms.astype(int),
+            "bathrooms": bathrooms.astype(int),
+            "half_baths": half_baths,
+            "fireplaces": fireplaces.astype(int),
+            "kitchens": kitchens,
+            "garage_cars": garage_cars.astype(int),
+            "garage_area": garage_area.round(1),
+            "porch_area": porch.round(),
+            "deck_area": deck.round(),
+            "enclosed_porch": enclosed.round(),
+            "screen_porch": screen.round(),
+            "veneer_area": veneer.round(),
+            "pool_area": pool.round(),
+            "misc_value": misc,
+            "low_quality_area": low_quality.round(),
+            "overall_quality": overall.astype(int),
+            "price": price.round(-2),
+            "tax": tax.round(2),
+            "insurance": insurance.round(2),
+            "energy_kwh": energy.round(),
+            "water_m3": water.round(1),
+            "distance_km": np.maximum(region_dist[region] + rng.normal(0, 2.5, n), 0.2).round(2),
+            "elevation_m": (world.uniform(5, 400, 8)[region] + rng.normal(0, 15, n)).round(1),
+            "noise_db": rng.normal(55, 7, n).round(1),
+            "school_score": np.clip(np.round(rng.normal(6, 2, n)), 1, 10),
+            "walk_score": np.clip(rng.normal(55, 20, n), 0, 100).round(),
+            "crime_index": rng.gamma(3, 12, n).round(1),
+            "days_on_market": np.ceil(rng.exponential(40, n)).astype(int),
+            **{f"survey_{k + 1}": survey[:, k].astype(int) for k in range(survey.shape[1])},
+        }
+    )
+    rare = np.flatnonzero((pool > 0) | (misc > 0) | (low_quality > 0))
+    kinds = kinds or PROPERTY_KINDS
+    candidates = np.setdiff1d(np.arange(n), rare)
+    rows = (
+        np.sort(rng.choice(candidates, size=n_anomalies, replace=False)) if n_anomalies else np.zeros(0, int)
+    )
+    records = []
+    for k, row in enumerate(rows):
+        kind = kinds[k % len(kinds)]
+        if kind == "year_200_off":
+            col = str(
+                rng.choice(["year_built", "year_remodel"] + (["garage_year"] if has_garage[row] else []))
+            )
+            df.loc[row, col] = df.loc[row, col] + (200 if rng.random() < 0.75 else -200)
+        elif kind == "times_100":
+            col = str(rng.choice(["lot_area", "floor1_area", "price", "energy_kwh", "water_m3"]))
+            df.loc[row, col] = df.loc[row, col] * 100
+        elif kind == "negative_count":
+            col = str(rng.choice(["rooms", "bedrooms", "bathrooms", "garage_cars", "kitchens"]))
+            df.loc[row, col] = -int(rng.integers(1, 4))
+        elif kind == "sentinel_value":
+            col = str(rng.choice(["distance_km", "noise_db", "walk_score", "crime_index", "elevation_m"]))
+            df.loc[row, col] = 99999.0 if rng.random() < 0.6 else -9999.0
+        else:
+            raise ValueError(f"unknown anomaly kind {kind!r}")
+        records.append({"row": int(row), "kind": kind, "causes": (col,)})
+    _knock_out(df, ["lot_frontage"], 0.15, rng, set(rows.tolist()))
+    _knock_out(
+        df,
+        ["energy_kwh", "water_m3", "school_score", "roof", "exterior"],
+        missing_rate,
+        rng,
+        set(rows.tolist()),
+    )
+    truth = pd.DataFrame(records, columns=["row", "kind", "causes"])
+    return PlantedTable(df, truth, rare=np.setdiff1d(rare, rows))
+
+
+SHIPMENT_KINDS = (
+    "copied_height",
+    "swapped_weight_height",
+    "points_for_tenure",
+    "cost_for_zone",
+    "tenure_beyond_age",
+    "grams_for_kg",
+)
+
+
+def make_shipments(
+    n_rows: int = 3000,
+    n_anomalies: int = 20,
+    random_state: int = 0,
+    missing_rate: float = 0.02,
+    kinds: tuple[str, ...] | None = None,
+) -> PlantedTable:
+    """Parcels shipped: id, date, carrier, zone, product category; dimensions and the volume they
+    make, a weight that follows volume and the category's density, the billed cost (zone tariff
+    on the billing weight), the customer's age, years as a customer and loyalty points (that grow
+    with those years); missing cells in four columns.
+
+    Planted, mostly within every column's own range (the relation is what breaks):
+    ``copied_height`` (a height copied from another parcel: height_cm, volume_l),
+    ``swapped_weight_height`` (the two cells swapped: weight_kg, height_cm),
+    ``points_for_tenure`` (another customer's points: loyalty_points, customer_years),
+    ``cost_for_zone`` (billed with another zone's tariff: shipping_cost, zone),
+    ``tenure_beyond_age`` (a customer longer than an adult life: customer_years, customer_age),
+    ``grams_for_kg`` (the weight in grams: weight_kg).
+    """
+    import pandas as pd
+
+    rng = np.random.default_rng(random_state)
+    world = np.random.default_rng(4242)
+    n = n_rows
+    cats = ["books", "electronics", "furniture", "clothing", "food", "toys", "tools", "garden"]
+    density = dict(zip(cats, world.uniform(0.15, 0.9, len(cats)), strict=True))
+    size = dict(zip(cats, world.uniform(2.6, 3.8, len(cats)), strict=True))
+    cat = rng.choice(cats, size=n, p=[0.16, 0.14, 0.06, 0.2, 0.1, 0.12, 0.12, 0.1])
+    scale = np.array([size[c] for c in cat]) + rng.normal(0, 0.35, n)
+    length = np.exp(scale + rng.normal(0.25, 0.12, n))
+    width = np.exp(scale + rng.normal(0.0, 0.12, n))
+    height = np.exp(scale + rng.normal(-0.35, 0.2, n))
+    volume = length * width * height / 1000
+    weight = volume * np.array([density[c] for c in cat]) * np.exp(rng.normal(0, 0.12, n))
+    zone = rng.integers(1, 9, n)
+    base, rate = world.uniform(3, 9, 9), world.uniform(0.3, 1.6, 9)
+    billing = np.maximum(weight, volume / 5)
+    cost = base[zone] + rate[zone] * billing * np.exp(rng.normal(0, 0.02, n))
+    age = np.clip(np.round(rng.normal(45, 15, n)), 18, 90)
+    years = np.round(np.minimum(rng.exponential(6, n), age - 18), 1)
+    points = np.round(120 * years * np.exp(rng.normal(0, 0.12, n)) + rng.normal(0, 15, n)).clip(0)
+    value = np.exp(
+        np.log(weight + 0.5) * 0.4
+        + world.normal(3.5, 0.6, len(cats))[[cats.index(c) for c in cat]]
+        + rng.normal(0, 0.5, n)
+    )
+    when = pd.Timestamp("2024-03-01") + pd.to_timedelta(rng.integers(0, 120, n), "D")
+    df = pd.DataFrame(
+        {
+            "shipment_id": [f"S{random_state:03d}{i:06d}" for i in range(n)],
+            "ship_date": when.strftime("%Y-%m-%d"),
+            "carrier": rng.choice(
+                ["fastpost", "cargoline", "bluebox", "relay"], size=n, p=[0.4, 0.3, 0.2, 0.1]
+            ),
+            "zone": np.array([f"Z{z}" for z in zone]),
+            "category": cat,
+            "length_cm": length.round(1),
+            "width_cm": width.round(1),
+            "height_cm": height.round(1),
+            "volume_l": volume.round(2),
+            "weight_kg": weight.round(2),
+            "declared_value": value.round(2),
+            "shipping_cost": cost.round(2),
+            "transit_days": np.clip(np.round(zone / 2 + rng.normal(1, 0.7, n)), 1, 9).astype(int),
+            "customer_age": age.astype(int),
+            "customer_years": years,
+            "loyalty_points": points.astype(int),
+            "fragile": np.where(
+                np.isin(cat, ["electronics", "furniture"]) | (rng.random(n) < 0.05), "yes", "no"
+            ),
+        }
+    )
+    kinds = kinds or SHIPMENT_KINDS
+    rows = _planted_rows(n, n_anomalies, rng)
+    records = []
+    for k, row in enumerate(rows):
+        kind = kinds[k % len(kinds)]
+        if kind == "copied_height":
+            far = np.flatnonzero(np.abs(np.log(height / height[row])) > np.log(2.5))
+            df.loc[row, "height_cm"] = round(float(height[rng.choice(far)]), 1)
+            causes: tuple[str, ...] = ("height_cm", "volume_l")
+        elif kind == "swapped_weight_height":
+            df.loc[row, ["weight_kg", "height_cm"]] = [df.loc[row, "height_cm"], df.loc[row, "weight_kg"]]
+            causes = ("weight_kg", "height_cm")
+        elif kind == "points_for_tenure":
+            far = np.flatnonzero(np.abs(years - years[row]) > 8)
+            df.loc[row, "loyalty_points"] = int(points[rng.choice(far)])
+            causes = ("loyalty_points", "customer_years")
+        elif kind == "cost_for_zone":
+            other = int(
+                rng.choice(
+                    [z for z in range(1, 9) if abs(rate[z] - rate[zone[row]]) > 0.5] or [1 + zone[row] % 8]
+                )
+            )
+            df.loc[row, "shipping_cost"] = round(float(base[other] + rate[other] * billing[row]), 2)
+            causes = ("shipping_cost", "zone")
+        elif kind == "tenure_beyond_age":
+            df.loc[row, "customer_age"] = int(rng.integers(19, 26))
+            df.loc[row, "customer_years"] = float(rng.integers(15, 30))
+            df.loc[row, "loyalty_points"] = int(round(120 * float(df.loc[row, "customer_years"])))
+            causes = ("customer_years", "customer_age")
+        elif kind == "grams_for_kg":
+            df.loc[row, "weight_kg"] = round(float(weight[row]) * 1000, 2)
+            causes = ("weight_kg",)
+        else:
+            raise ValueError(f"unknown anomaly kind {kind!r}")
+        records.append({"row": int(row), "kind": kind, "causes": causes})
+    _knock_out(
+        df,
+        ["declared_value", "transit_days", "carrier", "customer_age"],
+        missing_rate,
+        rng,
+        set(rows.tolist()),
+    )
+    return PlantedTable(df, pd.DataFrame(records, columns=["row", "kind", "causes"]))
+
+
+def make_batch_measurements(
+    n_rows: int = 600,
+    n_anomalies: int = 60,
+    random_state: int = 0,
+    missing_rate: float = 0.0,
+    kinds: tuple[str, ...] | None = None,
+) -> PlantedTable:
+    """Quality-control measurements of parts from three lines and two shifts: seven related
+    measurements (three underlying factors plus noise), a line and a shift.
+
+    Planted: ``broken_batch``, ``n_anomalies`` parts from one miscalibrated run (one line, one
+    shift): their measurements shifted together, a few sd in the factors' space while each one
+    stays within about 2.5 sd of its column, and tighter than normal parts (they come from one
+    run).  Causes: the three measurements shifted most.
+    """
+    import pandas as pd
+
+    rng = np.random.default_rng(random_state)
+    world = np.random.default_rng(99)
+    n = n_rows
+    loadings = world.normal(size=(7, 3))
+    noise_sd = world.uniform(0.3, 0.6, 7)
+    factors = rng.normal(size=(n, 3))
+    X = factors @ loadings.T + rng.normal(size=(n, 7)) * noise_sd
+    line = rng.choice(["A", "B", "C"], size=n, p=[0.4, 0.35, 0.25])
+    shift = rng.choice(["day", "night"], size=n, p=[0.6, 0.4])
+    rows = _planted_rows(n, n_anomalies, rng)
+    causes: tuple[str, ...] = ()
+    names = ["diameter", "thickness", "mass", "hardness", "roughness", "resistance", "flatness"]
+    if len(rows):
+        # A direction in the noise space (off the factors' plane), scaled so that no column moves
+        # more than ~2.5 of its sd: inside every column's range, far from how the columns go together.
+        sd = X.std(axis=0)
+        direction = world.normal(size=7)
+        direction -= loadings @ np.linalg.lstsq(loadings, direction, rcond=None)[0]
+        centre = factors[rows].mean(axis=0) * 0 + rng.normal(0, 0.5, 3)
+        shift_vec = direction / np.abs(direction / sd).max() * 2.3
+        X[rows] = (
+            centre @ loadings.T
+            + shift_vec
+            + rng.normal(size=(len(rows), 7)) * noise_sd * 0.3
+            + rng.normal(size=(len(rows), 3)) @ loadings.T * 0.3
+        )
+        line[rows], shift[rows] = "B", "night"
+        causes = tuple(np.asarray(names)[np.argsort(-np.abs(shift_vec / sd))[:3]].tolist())
+    base = np.array([25.0, 4.0, 180.0, 60.0, 1.6, 12.0, 0.05])
+    unit = np.array([0.08, 0.05, 2.5, 1.5, 0.12, 0.4, 0.006])
+    values = base + X * unit
+    df = pd.DataFrame(
+        {"part_id": [f"Q{random_state:03d}-{i:05d}" for i in range(n)], "line": line, "shift": shift}
+    )
+    for j, name in enumerate(names):
+        df[name] = values[:, j].round(4)
+    _knock_out(df, names[:2], missing_rate, rng, set(rows.tolist()))
+    truth = pd.DataFrame(
+        [{"row": int(r), "kind": "broken_batch", "causes": causes} for r in rows],
+        columns=["row", "kind", "causes"],
+    )
+    return PlantedTable(df, truth)
+
+
+#: The families written after the first three (wide tables, relations, a broken batch).
+FAMILIES.update(
+    {"properties": make_property_records, "shipments": make_shipments, "batch": make_batch_measurements}
+)

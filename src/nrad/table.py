@@ -35,31 +35,39 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from nrad.calibration import TailModel, benjamini_hochberg, check_level, self_calibrated_flags, top_fraction
+from nrad.calibration import ROW_TRIM, TailModel, benjamini_hochberg, check_level, combine, top_fraction
 from nrad.categories import CategoryModel
+from nrad.cells import CELL_TRIM, CELL_WEIGHT, NumericCellTests, category_p_values
 from nrad.detector import NRDE, fit_together
 from nrad.errors import NradError
 from nrad.fusion import Fusion
+from nrad.gaussian import RobustGaussian
 from nrad.preprocess import MISSING, OTHER, TableSchema, encode, fit_schema
-from nrad.scaler import NumericScaler, dequantize
+from nrad.scaler import LATTICE_MIN_LEVELS, NumericScaler, dequantize
 
 #: The flows score with exponential base tails beyond this many latent sd (NRDE's latent_tail).
 LATENT_TAIL = 4.0
 #: A row with a numeric value this many (robust) sd from its context's typical value does not train
 #: the flows (1 in 500 million for a Gaussian residual).
 TRAIN_BOUND = 6.0
-#: Fewest rows each cross-fitted flow is fitted on (see :func:`rows_needed`).
+#: A flow needs this many rows plus ROWS_PER_FEATURE per number it reads (see :func:`flow_width`) ...
 MIN_ROWS = 10
-#: The flow needs this many rows per numeric feature (plus MIN_ROWS).
 ROWS_PER_FEATURE = 2
-#: Golden-section steps when filling a missing cell (each shrinks the interval by 0.618).
-GOLDEN_STEPS = 14
+#: ... and at least this many rows in all: below, the numbers' density is the robust Gaussian's.
+MIN_FLOW_ROWS = 40
+#: The flows read at most this many numbers: a wider table's flows read its leading principal
+#: components, and the rest of each row is scored by a Gaussian (probabilistic PCA).
+MAX_FLOW_FEATURES = 128
+#: Tables with more numbers than this get no per-cell tests and their robust Gaussian reads the
+#: same components as the flows (its cost grows with the square of the width).
+MAX_CELL_FEATURES = 128
+#: Fewer rows than this: refused.
+MIN_TABLE_ROWS = 10
 #: Columns named in ``top_features``.
 TOP_FEATURES = 3
 #: Besides the flagged rows, the top rows by score are explained (what a summary shows).
@@ -73,12 +81,17 @@ EXPLAIN_MODES = ("flagged", "all", "none")
 #: 13 other tables under 2,000 rows: the same mean AUROC fitted on themselves, +-0.03 per table).
 FOLD_BANDS = ((1000, 5), (2000, 3))
 CROSS_FIT_FOLDS = 2
+#: The table model's flows keep every source (no noise split): on tables the split rarely finds
+#: noise, and where it split it dropped the weak directions where broken relations between
+#: columns show (docs/method.md, section 12b).  ``n_pure_sources=None`` passed to
+#: :func:`fit_table` brings NRDE's split back.
+PURE_SOURCES = "all"
 #: What a table model scores with: the density fused with neighbour and isolation scores (see
 #: :mod:`nrad.fusion`; the default), or the density alone (NRDE's flows with the category model).
 DETECTORS = ("fused", "nrde")
-#: Codes of the missing-indicator feature added for each numeric column.
-PRESENT, ABSENT = 0, 2
-INDICATOR_LABELS = ["present", OTHER, MISSING]
+#: Codes of the indicator feature added for each numeric column: a value present, the column's
+#: spike (only for a column with one), and the last code: the cell is missing.
+PRESENT, SPIKE = 0, 1
 
 Progress = Callable[[str], None]
 
@@ -123,9 +136,26 @@ class TableModel:
     info: dict[str, Any] = field(default_factory=dict)
     #: The neighbour and isolation members and the fused score's scale (None: the density alone).
     fusion: Fusion | None = None
+    #: The robust Gaussian model of the numbers, one per cross-fitting fold (none without numbers).
+    gaussians: list[RobustGaussian] = field(default_factory=list)
+    #: A wide table's flows (and, beyond MAX_CELL_FEATURES numbers, its robust Gaussian) read
+    #: ``z @ basis``, its leading principal components; the rest of ``z`` costs a Gaussian of
+    #: variance ``residual_variance`` per dimension.  None: the flows read ``z`` itself.
+    basis: np.ndarray | None = None
+    residual_variance: float = 1.0
+    #: The numeric cells' calibrated tails (None without numbers).
+    cell_tests: NumericCellTests | None = None
+    #: The robust distance's own calibrated tail (None without numbers).
+    distance_tail: TailModel | None = None
     #: Cross-fitting: the fold of each training row (its rows are scored by the flow of that
     #: fold, which did not see them).  Only for the table just fitted; not saved.
     folds: np.ndarray | None = field(default=None, repr=False)
+    #: The tails that p-values of the training rows themselves are read from (in-sample scoring):
+    #: (row score, robust distance, cells), fitted without their top scores, which may be the
+    #: anomalies scored.  Only for the table just fitted; not saved.
+    own_tails: tuple[TailModel, TailModel | None, NumericCellTests | None] | None = field(
+        default=None, repr=False
+    )
 
     @property
     def score_units(self) -> str:
@@ -148,10 +178,8 @@ class TableModel:
         df = as_pandas(df)
         present = [c for c in self.ignore if c in df.columns]  # ignored columns may be absent
         enc = encode(self.schema, _drop(df, self.id_column, present, what), what)
-        indicators = np.where(np.isnan(enc.numeric[:, self.indicator_features]), ABSENT, PRESENT)
-        return Prepared(
-            self.scaler.shape(enc.numeric), np.hstack([enc.codes, indicators]), enc.counts, enc.missing
-        )
+        codes = np.hstack([enc.codes, indicator_codes(self.schema, enc)])
+        return Prepared(self.scaler.shape(enc.numeric), codes, enc.counts, enc.missing)
 
     # -- scoring ---------------------------------------------------------------
 
@@ -160,14 +188,109 @@ class TableModel:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(anomaly score per row, and as :meth:`density_prepared`, z and terms).
 
-        The anomaly score is the density score fused with the neighbour and
-        isolation scores of the same z (:mod:`nrad.fusion`), or the density
-        score alone for a model fitted with ``detector="nrde"``.
+        The anomaly score is the density score fused with the neighbour,
+        isolation and robust-distance scores of the same z (:mod:`nrad.fusion`),
+        or the density score alone for a model fitted with ``detector="nrde"``.
         """
         density, z, terms = self.density_prepared(prep, folds)
         if self.fusion is None:
             return density, z, terms
-        return self.fusion.combine(density, self.fusion.members(z, folds)), z, terms
+        return self.fusion.combine(density, self.members(z, folds)), z, terms
+
+    def members(self, z: np.ndarray, folds: np.ndarray | None = None) -> np.ndarray:
+        """(n, 3) neighbour, isolation and robust-distance scores of the flows' numbers ``z``."""
+        assert self.fusion is not None
+        return np.column_stack([self.fusion.members(z, folds), self.gaussian_distance(z, folds)])
+
+    def per_fold(
+        self,
+        parts: list[Any],
+        fn: Callable[[Any, np.ndarray], np.ndarray],
+        z: np.ndarray,
+        folds: np.ndarray | None,
+    ) -> np.ndarray:
+        """``fn(part, rows)`` of each row by its own fold's part (``folds`` given: training rows, in
+        sample), or the mean over the parts (new rows)."""
+        if folds is None:
+            return np.mean([fn(part, z) for part in parts], axis=0)
+        out = None
+        for k, part in enumerate(parts):
+            rows = folds == k
+            if rows.any():
+                got = fn(part, z[rows])
+                out = np.zeros((len(z), *got.shape[1:])) if out is None else out
+                out[rows] = got
+        return np.zeros(len(z)) if out is None else out
+
+    def gaussian_distance(self, z: np.ndarray, folds: np.ndarray | None = None) -> np.ndarray:
+        """Half the squared robust Mahalanobis distance of each row (nats; 0 without numbers)."""
+        if not self.gaussians or z.shape[1] == 0:
+            return np.zeros(len(z))
+        return self.per_fold(self.gaussians, lambda g, rows: g.distance(rows), self.gaussian_input(z), folds)
+
+    def cell_residuals(
+        self, prep: Prepared, z: np.ndarray, folds: np.ndarray | None = None, y: np.ndarray | None = None
+    ) -> np.ndarray:
+        """(n, p) each numeric cell's residual given the row's other numbers (NaN where absent).
+
+        ``y``: the numbers judged, if not ``prep.y`` (the training rows' dequantized values).
+        """
+        raw = self.scaler.standardize(prep.y if y is None else y, prep.codes)
+        if not self.gaussians or z.shape[1] == 0 or z.shape[1] > MAX_CELL_FEATURES:
+            return np.full(raw.shape, np.nan)
+        both = np.concatenate([z, raw], axis=1)
+        p = z.shape[1]
+        return self.per_fold(self.gaussians, lambda g, r: g.cell_residuals(r[:, :p], r[:, p:]), both, folds)
+
+    def row_evidence(
+        self, prep: Prepared, scores: np.ndarray, z: np.ndarray, folds: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(p-value of each row, and what decided it: -1 the row's score, else the kept input column).
+
+        The row's score and each of its cells are tested (:mod:`nrad.cells`);
+        the row's p-value is their weighted Bonferroni combination
+        (:func:`nrad.calibration.combine`): half the weight to the row's score,
+        half shared by its cells.
+        """
+        if self.tail is None:
+            return np.full(len(scores), np.nan), np.full(len(scores), -1)
+        own = prep.own_codes if folds is not None else None
+        in_sample = folds is not None and self.own_tails is not None
+        tail, distance_tail, cell_tests = (
+            self.own_tails if in_sample else (self.tail, self.distance_tail, self.cell_tests)
+        )  # fmt: skip
+        rows = [tail.p_values(scores)]
+        if distance_tail is not None:
+            # The robust distance on its own too: a cluster of bad rows that the other members
+            # learn as normal stands apart here, and its gap survives (nrad.calibration.gap_trim).
+            distance = distance_statistic(self.gaussian_distance(z, folds), z.shape[1])
+            rows.append(distance_tail.p_values(distance))
+        parts = [np.column_stack(rows)]
+        if cell_tests is not None:
+            parts.append(cell_tests.p_values(self.cell_residuals(prep, z, folds)))
+        tested = self.tested_codes()
+        if tested.any():
+            parts.append(category_p_values(self.categories, prep.codes, own)[:, tested])
+        p = np.hstack(parts)
+        n_rows, cells = len(rows), p.shape[1] - len(rows)
+        row_weight = 1.0 - CELL_WEIGHT if cells else 1.0
+        weights = np.r_[np.full(n_rows, row_weight / n_rows), np.full(cells, CELL_WEIGHT / max(cells, 1))]
+        combined, which = combine(p, weights)
+        columns = np.r_[np.full(n_rows, -1), self.cell_columns()]
+        return combined, columns[which]
+
+    def tested_codes(self) -> np.ndarray:
+        """Which code features get a cell test: those that took more than one code in training (a
+        number never missing there, say, has an indicator that cannot tell anything)."""
+        return np.asarray([(c > 0).sum() > 1 for c in self.categories.counts], dtype=bool)
+
+    def cell_columns(self) -> np.ndarray:
+        """The kept input column (index into ``schema.columns``) of each cell test, in test order:
+        numeric features, then code features (categorical features, then the numbers' indicators)."""
+        sources = self.schema.numeric_sources
+        numeric = sources if self.cell_tests is not None else []
+        codes = np.asarray(self.schema.categorical_sources + [sources[j] for j in self.indicator_features])
+        return np.asarray([*numeric, *codes[self.tested_codes()]], dtype=np.int64)
 
     def density_prepared(
         self, prep: Prepared, folds: np.ndarray | None = None
@@ -181,7 +304,7 @@ class TableModel:
         """
         z, terms = self.numeric_z(prep.y, prep.codes)
         missing = np.isnan(z)
-        z = self.fill_missing(z, folds)
+        z = self.fill(z, folds)
         terms = terms + self.filled_terms(z, missing)
         numeric = self.flow_score(z, folds) + terms.sum(axis=1)
         own = prep.own_codes if folds is not None else None
@@ -208,64 +331,48 @@ class TableModel:
         return z, np.nan_to_num(terms) + self.scaler.tail_terms(raw)
 
     def flow_score(self, z: np.ndarray, folds: np.ndarray | None = None) -> np.ndarray:
-        """NRDE's anomaly score of complete numeric rows (0 without numeric features).
-
-        With several flows: each row's own fold's flow when ``folds`` is given
-        (in-sample), else their mean (new rows).
-        """
-        if not self.detectors or z.shape[1] == 0:
+        """The numbers' negative log-density (0 without numeric features): NRDE's flows (each row's
+        own fold's flow when ``folds`` is given, in sample; else their mean), on the leading
+        components plus the Gaussian of the rest for a wide table; the robust Gaussian's for a
+        table too small for flows."""
+        if z.shape[1] == 0:
             return np.zeros(len(z))
-        if folds is None:
-            return np.mean([d.anomaly_score(z) for d in self.detectors], axis=0)
-        out = np.empty(len(z))
-        for k, det in enumerate(self.detectors):
-            rows = folds == k
-            if rows.any():
-                out[rows] = det.anomaly_score(z[rows])
-        return out
-
-    def fill_missing(self, z: np.ndarray, folds: np.ndarray | None = None) -> np.ndarray:
-        """Each missing cell takes the value that fits its row best (a profile likelihood).
-
-        One feature at a time, the others held at their values (missing ones
-        start at 0, the middle of the training values): the best of the
-        feature's typical values (training quantiles), then a golden-section
-        search between its neighbours, so that a value tied to others by a
-        tight relation (a weight given height and bmi) is found, not
-        approximated by the nearest quantile.  Calibration rows and scored
-        rows are filled the same way, so their scores compare.
-        """
-        nan = np.isnan(z)
-        if not nan.any():
-            return z
-        z = np.where(nan, 0.0, z)
-        grid = self.scaler.grid
-        for j in np.flatnonzero(nan.any(axis=0)):
-            rows = np.flatnonzero(nan[:, j])
-            part, part_folds = z[rows], None if folds is None else folds[rows]
-            at_grid = self._scores_with(part, j, np.tile(grid[j], len(rows)), part_folds)
-            best = np.argmin(at_grid.reshape(len(rows), -1), axis=1)
-            step = np.diff(grid[j]).max(initial=1.0)
-            padded = np.r_[grid[j][0] - step, grid[j], grid[j][-1] + step]
-            z[rows, j] = _golden_section(
-                partial(self._scores_with, part, j, folds=part_folds), padded[best], padded[best + 2]
+        if not self.detectors:
+            if not self.gaussians:
+                return np.zeros(len(z))
+            return self.per_fold(
+                self.gaussians, lambda g, rows: g.negative_log_density(rows), self.gaussian_input(z), folds
             )
-        return z
+        u = self.flow_input(z)
+        score = self.per_fold(self.detectors, lambda d, rows: d.anomaly_score(rows), u, folds)
+        if self.basis is not None:
+            rest = z - u @ self.basis.T
+            p, q = self.basis.shape
+            score = (
+                score
+                + 0.5 * (rest**2).sum(axis=1) / self.residual_variance
+                + 0.5 * (p - q) * np.log(2 * np.pi * self.residual_variance)
+            )
+        return score
 
-    def _scores_with(self, z: np.ndarray, j: int, values: np.ndarray, folds: np.ndarray | None) -> np.ndarray:
-        """Flow scores (plus the value's tail term) of the rows of ``z`` with feature ``j`` set to
-        ``values`` (k per row, row-major)."""
-        width = len(values) // len(z)
-        trial = np.repeat(z, width, axis=0)
-        trial[:, j] = values
-        flow = self.flow_score(trial, None if folds is None else np.repeat(folds, width))
-        return flow + self.scaler.column_tail_terms(j, values)
+    def flow_input(self, z: np.ndarray) -> np.ndarray:
+        """What the flows read: ``z``, or a wide table's leading components ``z @ basis``."""
+        return z if self.basis is None else z @ self.basis
 
-    def p_values(self, scores: np.ndarray) -> np.ndarray:
-        """p-values of scores against the calibration scores (NaN without calibration)."""
-        if self.tail is None:
-            return np.full(len(scores), np.nan)
-        return self.tail.p_values(scores)
+    def gaussian_input(self, z: np.ndarray) -> np.ndarray:
+        """What the robust Gaussian reads: ``z``, or the components when the table is too wide."""
+        return z if self.basis is None or z.shape[1] <= MAX_CELL_FEATURES else z @ self.basis
+
+    def fill(self, z: np.ndarray, folds: np.ndarray | None = None) -> np.ndarray:
+        """Each absent cell (missing, or at its column's spike) at its conditional mean given the
+        row's present numbers, under the robust Gaussian of the row's fold (new rows: the mean over
+        folds).  The row is charged for the cell being absent by its indicator category, not for a
+        guess; calibration rows and scored rows are filled alike, so their scores compare."""
+        if not np.isnan(z).any():
+            return z
+        if not self.gaussians or z.shape[1] > MAX_CELL_FEATURES:
+            return np.nan_to_num(z)  # the middle of the training values
+        return self.per_fold(self.gaussians, lambda g, rows: g.fill(rows), z, folds)
 
     def score_rows(
         self, df: pd.DataFrame, explain: bool = False, what: str = "data", in_sample: bool = False
@@ -278,12 +385,13 @@ class TableModel:
         """
         df = as_pandas(df)
         prep = self.prepare(df, what)
-        scores = self.score_prepared(prep, self.training_folds(len(df)) if in_sample else None)[0]
+        folds = self.training_folds(len(df)) if in_sample else None
+        scores, z, _ = self.score_prepared(prep, folds)
         out = pd.DataFrame(index=df.index)
         if self.id_column is not None:
             out[self.id_column] = df[self.id_column]  # same index: keeps the column's dtype
         out["anomaly_score"] = scores
-        out["p_value"] = self.p_values(scores)
+        out["p_value"] = self.row_evidence(prep, scores, z, folds)[0]
         if explain:
             out["top_features"], out["reason"] = self.describe(df, prep=prep, in_sample=in_sample)
         return out.reset_index(drop=True), prep.counts
@@ -299,7 +407,7 @@ class TableModel:
     ) -> tuple[pd.DataFrame, dict[str, int]]:
         """Score every row and flag (BH at ``fdr``, default 0.05, or the top ``contamination`` share).
 
-        ``explain``: ``"flagged"`` explains the flagged rows and the
+        ``explain``: ``"flagged"`` (default) explains the flagged rows and the
         ``EXPLAIN_TOP`` highest scores (others get empty strings), ``"all"``
         every row, ``"none"`` leaves the explanation columns out.
         ``in_sample``: ``df`` is the table the model was fitted on.
@@ -307,15 +415,7 @@ class TableModel:
         check_explain(explain)
         df = as_pandas(df)
         out, counts = self.score_rows(df, explain=explain == "all", what=what, in_sample=in_sample)
-        rule = flag_rule(fdr, contamination)
-        if in_sample and rule.kind == "fdr":
-            # The first pass's p-values are the ones score_rows read off the model's tail, which
-            # was fitted on exactly these (out-of-fold) scores.
-            out["p_value"], flagged = self.in_sample_flags(
-                out["anomaly_score"].to_numpy(), rule.level, out["p_value"].to_numpy()
-            )
-        else:
-            flagged = self.flags(out, fdr, contamination)
+        flagged = self.flags(out, fdr, contamination)
         out.insert(out.columns.get_loc("p_value") + 1, "flagged", flagged)
         if explain == "flagged":
             rows = rows_to_explain(out)
@@ -331,13 +431,6 @@ class TableModel:
             return top_fraction(scored["anomaly_score"].to_numpy(), rule.level)
         self.require_p_values()
         return benjamini_hochberg(scored["p_value"].to_numpy(), rule.level)
-
-    def in_sample_flags(
-        self, scores: np.ndarray, fdr: float, p_values: np.ndarray | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """p-values and BH flags of the training rows themselves; see ``self_calibrated_flags``."""
-        self.require_p_values()
-        return self_calibrated_flags(scores, fdr, p_values)
 
     def require_p_values(self) -> None:
         if self.tail is None:
@@ -392,11 +485,31 @@ class TableModel:
         result = repair(self, prep, folds)
         names = np.asarray(self.schema.names)
         order, gains = ranked(self, prep, result, folds, k)
+        order, gains = self._cause_first(prep, folds, result, order, gains)
         top = [
             "; ".join(f"{names[j]}:{g:+.2f}" for j, g in zip(row, row_gains, strict=True) if g > 0.005)
             for row, row_gains in zip(order, gains, strict=True)
         ]
         return top, reasons(self, df, prep, result, order[:, 0])
+
+    def _cause_first(
+        self, prep: Prepared, folds: np.ndarray | None, result: Any, order: np.ndarray, gains: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Rows whose p-value came from one cell name that cell first (the others follow in order)."""
+        scores, z, _ = self.score_prepared(prep, folds)
+        cause = self.row_evidence(prep, scores, z, folds)[1]
+        order, gains = order.copy(), gains.copy()
+        for i in np.flatnonzero(cause >= 0):
+            c = int(cause[i])
+            if order[i, 0] == c:
+                continue
+            rest = [j for j in order[i] if j != c][: order.shape[1] - 1]
+            rest_gains = [g for j, g in zip(order[i], gains[i], strict=True) if j != c][: order.shape[1] - 1]
+            order[i] = [c, *rest]
+            # The cell's own repair gain (what repairing it alone gives back), at least a trace so
+            # that it is listed.
+            gains[i] = [max(float(result.gains[i, c]), 0.01), *rest_gains]
+        return order, gains
 
     # -- the columns a user sees --------------------------------------------------
 
@@ -484,6 +597,7 @@ def fit_table(
     what: str = "training data",
     progress: Progress | None = None,
     detector: str = "fused",
+    keep: Sequence[str] = (),
     **nrde_params: Any,
 ) -> TableModel:
     """Learn the schema, the category model, the scaler, the flows and the calibration from ``df``.
@@ -497,26 +611,24 @@ def fit_table(
     row by row by its own fold's flow (``score(..., in_sample=True)``).
     ``detector``: ``"fused"`` (default) adds cross-fitted neighbour and
     isolation members (:mod:`nrad.fusion`); ``"nrde"`` scores with the density alone.
+    ``keep``: columns kept as features even if they look like identifiers.
     """
     if detector not in DETECTORS:
         raise NradError(f"detector must be one of {', '.join(DETECTORS)}, got {detector!r}")
     say = progress or (lambda _: None)
     df = as_pandas(df)
     features = _drop(df, id_column, ignore, what)
-    if len(features):
-        check_width(len(features), 0, what)  # too few rows for any table: say so before reading columns
-    schema = fit_schema(features)
+    check_width(len(features), what)  # too few rows for any table: say so before reading columns
+    schema = fit_schema(features, features=keep)
     info: dict[str, Any] = {"identifiers": schema.identifiers}
     if id_column is None and schema.identifiers:
         id_column, info["id_detected"] = schema.identifiers[0], True
-    check_width(len(features), len(schema.numeric_names), what)
     enc = encode(schema, features, what)
     rng = np.random.default_rng(random_state)
     n_codes = [len(labels) for labels in schema.categorical_labels]
     scaler = NumericScaler.fit(enc.numeric, enc.codes, n_codes, rng)
-    numeric_columns = [j for j, c in enumerate(schema.numeric_sources) if schema.columns[c].kind == "numeric"]
-    codes = np.hstack([enc.codes, np.where(np.isnan(enc.numeric[:, numeric_columns]), ABSENT, PRESENT)])
-    categories = CategoryModel.fit(codes, n_codes + [len(INDICATOR_LABELS)] * len(numeric_columns))
+    codes = np.hstack([enc.codes, indicator_codes(schema, enc)])
+    categories = CategoryModel.fit(codes, n_codes + [len(labels) for labels in indicator_labels(schema)])
     info["detector"] = detector
     model = TableModel(schema, categories, scaler, [], None, id_column, list(ignore), info)
     n_folds = cross_fit_folds(len(features))
@@ -533,23 +645,54 @@ def fit_table(
         # one as normal.  Clean rows almost never go that far.
         raw = scaler.standardize(y, codes)
         inside = np.all(np.isnan(raw) | (np.abs(raw) <= TRAIN_BOUND), axis=1)
-        say(f"fitting {n_folds} flows on {z.shape[1]} numeric features")
-        params = {"latent_tail": LATENT_TAIL, "tol": "auto", **nrde_params}
-        flows = [NRDE(random_state=random_state + k, verbose=verbose, **params) for k in range(n_folds)]
-        # Each flow is stopped early on the fold it does not see (the rows it will score): all
-        # other rows train it, and a small table still gets a held-out set to stop on.
-        train = [z[(model.folds != k) & inside] for k in range(n_folds)]
-        held = [z[(model.folds == k) & inside] for k in range(n_folds)]
-        model.detectors = fit_together(flows, train, validation=held)
+        per_flow = min(int(((model.folds != k) & inside).sum()) for k in range(n_folds))
+        width = flow_width(z.shape[1], per_flow)
+        if width and width < z.shape[1] or z.shape[1] > MAX_CELL_FEATURES:
+            model.basis, model.residual_variance = _principal_basis(z[inside], width or MAX_FLOW_FEATURES)
+        model.gaussians = _fit_gaussians(model, z, model.numeric_z(y, codes)[0], inside, random_state)
+        if width:
+            say(f"fitting {n_folds} flows on {width} numeric features")
+            params = {
+                "latent_tail": LATENT_TAIL,
+                "tol": "auto",
+                "n_pure_sources": PURE_SOURCES,
+                **nrde_params,
+            }
+            flows = [NRDE(random_state=random_state + k, verbose=verbose, **params) for k in range(n_folds)]
+            # Each flow is stopped early on the fold it does not see (the rows it will score): all
+            # other rows train it, and a small table still gets a held-out set to stop on.
+            u = model.flow_input(z)
+            train = [u[(model.folds != k) & inside] for k in range(n_folds)]
+            held = [u[(model.folds == k) & inside] for k in range(n_folds)]
+            model.detectors = fit_together(flows, train, validation=held)
     prep = Prepared(scaler.shape(enc.numeric), codes, enc.counts, enc.missing)
     scores, z, _ = model.density_prepared(prep, model.folds)
+    if enc.numeric.shape[1]:
+        # Calibrated on the dequantized values (a count spread over its unit cell, a two-valued
+        # column over the gap between its values), as the flows were trained: tied residuals
+        # would make a count's next value, or the 4% of rows with two kitchens, look like a gap
+        # in a continuous tail (nrad.calibration.gap_trim) and trim it as anomalies.
+        spread = _spread_levels(y, ~np.isnan(y), np.random.default_rng(random_state + 1))
+        residuals = model.cell_residuals(prep, z, model.folds, y=spread)
+        distances = distance_statistic(model.gaussian_distance(z, model.folds), z.shape[1])
+        model.cell_tests, model.distance_tail = NumericCellTests.fit(residuals), TailModel.fit(distances)
+        own_distance, own_cells = (
+            TailModel.fit(distances, ROW_TRIM),
+            NumericCellTests.fit(residuals, CELL_TRIM),
+        )
     if detector == "fused" and enc.numeric.shape[1]:
         say(f"fitting neighbour and isolation scores ({n_folds} folds)")
         model.fusion = Fusion.fit(z, model.folds, inside, random_state)
-        members = model.fusion.members(z, model.folds)
+        members = model.members(z, model.folds)
         model.fusion.calibrate(scores, members)
         scores = model.fusion.combine(scores, members)
     model.tail = TailModel.fit(scores)
+    numeric = enc.numeric.shape[1] > 0
+    model.own_tails = (
+        TailModel.fit(scores, ROW_TRIM),
+        own_distance if numeric else None,
+        own_cells if numeric else None,
+    )
     info.update(n_train_rows=len(features), preprocess_counts={**schema.counts, **enc.counts})
     return model
 
@@ -562,52 +705,121 @@ def cross_fit_folds(n_rows: int) -> int:
     return CROSS_FIT_FOLDS
 
 
-def rows_needed(n_numeric: int) -> int:
-    """Fewest training rows for a table with ``n_numeric`` numeric features.
-
-    Each flow is fitted on the rows outside its fold, ``(k - 1) / k`` of
-    them with ``k`` folds, and needs ``MIN_ROWS`` plus ``ROWS_PER_FEATURE``
-    per feature.  ``k`` falls as tables grow, so the bands are tried in
-    order and the first whose own rows suffice gives the answer.
-    """
-    per_flow = MIN_ROWS + ROWS_PER_FEATURE * n_numeric
-    low = 0
-    for high, folds in (*FOLD_BANDS, (np.inf, CROSS_FIT_FOLDS)):
-        need = max(low, int(np.ceil(per_flow * folds / (folds - 1))))
-        if need < high:
-            return need
-        low = int(high)
-    raise AssertionError("unreachable: the last band has no upper limit")
+def flow_width(n_numeric: int, rows: int) -> int:
+    """How many numbers the flows read, fitted on ``rows`` rows each: all of them up to
+    ``MAX_FLOW_FEATURES`` when the rows allow (``MIN_ROWS`` plus ``ROWS_PER_FEATURE`` per number),
+    fewer components when they do not, and 0 (no flows) below ``MIN_FLOW_ROWS`` rows."""
+    if n_numeric == 0 or rows < MIN_FLOW_ROWS:
+        return 0
+    return int(max(min(n_numeric, MAX_FLOW_FEATURES, (rows - MIN_ROWS) // ROWS_PER_FEATURE), 1))
 
 
-def check_width(n_rows: int, n_numeric: int, what: str) -> None:
-    """Refuse a table with too few rows for its numeric width, naming the rows needed."""
-    need = rows_needed(n_numeric)
-    if n_rows < need:
-        width = f" for {n_numeric} numeric columns" if n_numeric else ""
+def check_width(n_rows: int, what: str) -> None:
+    """Refuse a table with too few rows to learn anything from."""
+    if n_rows < MIN_TABLE_ROWS:
         raise NradError(
-            f"{what} has {n_rows} rows{width}; nrad needs at least {need} rows to fit it "
-            f"({MIN_ROWS} + {ROWS_PER_FEATURE} per numeric column for each of the {cross_fit_folds(need)} "
-            "cross-fitted flows, each fitted on all rows but one fold). Give more rows, or leave "
-            "numeric columns out with --ignore"
+            f"{what} has {n_rows} rows; nrad needs at least {MIN_TABLE_ROWS} rows to learn what is "
+            "typical. Give more rows"
         )
 
 
-def _golden_section(f: Callable[[np.ndarray], np.ndarray], lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Per row, the minimizer of ``f`` (vectorized over rows) on ``[lo, hi]`` to about 1e-3 of the width."""
-    ratio = (np.sqrt(5.0) - 1.0) / 2.0
-    a, b = lo.astype(np.float64).copy(), hi.astype(np.float64).copy()
-    c, d = b - ratio * (b - a), a + ratio * (b - a)
-    fc, fd = f(c), f(d)
-    for _ in range(GOLDEN_STEPS):
-        left = fc < fd
-        b, a = np.where(left, d, b), np.where(left, a, c)
-        new_c, new_d = b - ratio * (b - a), a + ratio * (b - a)
-        c, d = np.where(left, new_c, d), np.where(left, c, new_d)
-        fc, fd = np.where(left, np.nan, fd), np.where(left, fc, np.nan)
-        fresh = f(np.where(left, c, d))
-        fc, fd = np.where(left, fresh, fc), np.where(left, fd, fresh)
-    return (a + b) / 2.0
+def _principal_basis(z: np.ndarray, q: int) -> tuple[np.ndarray, float]:
+    """The ``q`` leading principal directions of ``z`` (p x q, orthonormal) and the mean variance of
+    what they leave (the probabilistic-PCA noise variance, Tipping & Bishop 1999)."""
+    centred = z - z.mean(axis=0)
+    _, singular, vt = np.linalg.svd(centred, full_matrices=False)
+    q = min(q, vt.shape[0])
+    variances = singular**2 / max(len(z) - 1, 1)
+    rest = variances[q:]
+    residual = float(rest.sum() / max(z.shape[1] - q, 1)) if len(rest) else 1e-6
+    return vt[:q].T.copy(), max(residual, 1e-6)
+
+
+def _fit_gaussians(
+    model: TableModel, hot_decked: np.ndarray, absent: np.ndarray, inside: np.ndarray, seed: int
+) -> list[RobustGaussian]:
+    """The robust Gaussian of each fold, from the training rows outside it (as the flows), so that
+    the cells' residuals and robust distances of the training rows are out of fold.
+
+    Absent cells are first filled at random (``hot_decked``), which weakens the columns'
+    relations; one more fit on the cells filled at their conditional means under the first fit
+    (an EM step) gives them back.
+    """
+    assert model.folds is not None
+    n_folds = int(model.folds.max()) + 1
+    rows = [(model.folds != k) & inside for k in range(n_folds)]
+    seen = ~np.isnan(absent)
+    rng = np.random.default_rng(seed)
+    hot_decked, absent = _spread_levels(hot_decked, seen, rng), _spread_levels(absent, seen, rng)
+    if hot_decked.shape[1] > MAX_CELL_FEATURES:
+        # Too wide for a scatter matrix per fold: the leading components, no fill to refine.
+        u = model.gaussian_input(hot_decked)
+        every = np.ones(u.shape, dtype=bool)
+        return [
+            RobustGaussian.fit(u[r], np.random.default_rng(seed + k), every[r]) for k, r in enumerate(rows)
+        ]
+    model.gaussians = [
+        RobustGaussian.fit(hot_decked[r], np.random.default_rng(seed + k), seen[r])
+        for k, r in enumerate(rows)
+    ]
+    filled = model.fill(absent, model.folds) if np.isnan(absent).any() else absent
+    # Each fold's refit reads the rows outside it, filled by their own folds' models.
+    return [
+        RobustGaussian.fit(filled[r], np.random.default_rng(seed + k), seen[r]) for k, r in enumerate(rows)
+    ]
+
+
+def distance_statistic(distance: np.ndarray, p: int) -> np.ndarray:
+    """What the robust distance's own p-value is read from: ``log(1 + d^2 / p)``, a multivariate
+    t's log-density up to its scale, whose tail is exponential for heavy-tailed numbers too (the
+    squared distance's is not: shape 0.2-0.3 on them), and for a cluster standing apart a gap all
+    the same (``d^2`` of 50 to 400 beside normal rows' 3 to 10 at p = 4)."""
+    return np.log1p(2.0 * distance / max(p, 1))
+
+
+def _spread_levels(z: np.ndarray, seen: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Columns that take a few values (a 0/1 flag, 1 or 2 kitchens) spread uniformly over the gap
+    between their values, for the robust Gaussian's fit only.
+
+    The minimum covariance determinant fits the three quarters of the rows
+    that are most alike; for a column that is 1 in 96% of rows they all
+    have the same value, its scatter there is nil, and every row with a 2
+    would be hundreds of sd away.  Spread over its cell, the 1s have the
+    spread of a unit cell, and a 2 is one cell away, as far as it is.
+    """
+    z = z.copy()
+    for j in range(z.shape[1]):
+        values = np.unique(z[seen[:, j], j])
+        if 1 < len(values) < LATTICE_MIN_LEVELS:
+            gap = float(np.min(np.diff(values)))
+            z[:, j] += rng.uniform(-gap / 2.0, gap / 2.0, len(z)) * ~np.isnan(z[:, j])
+    return z
+
+
+def indicator_labels(schema: TableSchema) -> list[list[str]]:
+    """Labels of each numeric column's indicator codes: present, its spike (if it has one), missing."""
+    out = []
+    for j in _indicator_sources(schema):
+        spike = schema.columns[j].spike
+        out.append(["present", *([] if spike is None else [f"{spike:g}"]), OTHER, MISSING])
+    return out
+
+
+def indicator_codes(schema: TableSchema, enc: Any) -> np.ndarray:
+    """(n, numeric columns) indicator codes of encoded rows (see ``PRESENT``, ``SPIKE``)."""
+    features = [j for j, c in enumerate(schema.numeric_sources) if schema.columns[c].kind == "numeric"]
+    labels = indicator_labels(schema)
+    spike = enc.at_spike if enc.at_spike is not None else np.zeros(enc.numeric.shape, dtype=bool)
+    out = np.empty((len(enc.numeric), len(features)), dtype=np.int64)
+    for k, j in enumerate(features):
+        absent = len(labels[k]) - 1
+        at = spike[:, j]
+        out[:, k] = np.where(at, SPIKE, np.where(np.isnan(enc.numeric[:, j]), absent, PRESENT))
+    return out
+
+
+def _indicator_sources(schema: TableSchema) -> list[int]:
+    return [c for c in schema.numeric_sources if schema.columns[c].kind == "numeric"]
 
 
 def _hot_deck(z: np.ndarray, rng: np.random.Generator) -> np.ndarray:

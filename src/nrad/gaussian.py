@@ -1,0 +1,229 @@
+"""A robust Gaussian model of the numbers: how far a row is, and how far each cell is from the rest.
+
+The flows learn a table's density, including a cluster of bad rows if there
+are enough of them (a broken batch, ``hbk``'s 14 planted rows among 75): a
+density fitted on the rows learns where they are.  A high-breakdown
+estimate of location and scatter does not: the minimum covariance
+determinant (MCD; Rousseeuw 1984) fits the ``h`` rows (here 75%) whose
+covariance has the smallest determinant, so a cluster of up to a quarter of
+the rows stays outside it and far from it.  Computed by concentration
+steps from a few deterministic starts (DetMCD, Hubert, Rousseeuw & Verdonck,
+JCGS 2012) and reweighted once (rows within the 97.5% quantile of the
+chi-square distance), with a small shrinkage towards the diagonal so that
+wide or collinear tables stay invertible.
+
+Written here rather than taken from scikit-learn's ``MinCovDet``: its
+random-subset search took 1.4 s per fold on 2,500 x 10 rows and 26 s on
+4,096 x 50 (the concentration steps here take milliseconds), and it gives no
+conditional distributions of single cells.
+
+What the table model reads off it (``z``: the numbers as the flows read
+them, each standardized in its context):
+
+* ``distance(z)``: half the squared Mahalanobis distance, a Gaussian
+  negative log-density in nats (a member of the fused score);
+* ``cell_residuals(z, raw)``: per cell, how many conditional standard
+  deviations the value lies from what the row's other numbers predict,
+  ``t_j = (Q (w - mu))_j / sqrt(Q_jj)`` with ``Q`` the precision matrix:
+  one matrix product gives every cell's residual given all the others.  The
+  other cells enter clipped to ``PREDICTOR_CLIP`` (one wild value must not
+  push every other cell of its row off), the cell itself unclipped (a value
+  100 sd out stays 100 sd out);
+* ``fill(z)``: missing cells at their conditional mean given the row's
+  present ones (exact Gaussian conditioning, per pattern of missing cells).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+#: Share of the rows the MCD fits (its breakdown point is 1 - this).
+SUPPORT = 0.75
+#: Concentration steps per start (each lowers the determinant; they converge in a few).
+C_STEPS = 20
+#: Rows kept by the reweighting step: squared distance within this chi-square quantile.
+REWEIGHT_QUANTILE = 0.975
+#: Shrinkage of the scatter towards the diagonal of all rows' variances: keeps a wide or collinear
+#: table invertible, and a column that is constant within the fitted subset (a count that is 1
+#: in 96% of rows) from getting a precision of 1e9.
+SHRINKAGE = 0.05
+#: Predictors enter a cell's residual clipped to this many sd.
+PREDICTOR_CLIP = 4.0
+#: At most this many rows are used to fit (a random subset beyond).
+MAX_FIT_ROWS = 20_000
+
+
+@dataclass
+class RobustGaussian:
+    """Location and precision of the numbers (see the module docstring)."""
+
+    location: np.ndarray  # (p,)
+    precision: np.ndarray  # (p, p)
+    #: log det of the scatter, for the log-density.
+    log_det: float
+
+    @property
+    def n_features(self) -> int:
+        return len(self.location)
+
+    @classmethod
+    def fit(
+        cls, z: np.ndarray, rng: np.random.Generator | None = None, observed: np.ndarray | None = None
+    ) -> RobustGaussian:
+        """Fit on complete rows ``z`` (n, p): absent cells must be filled already, and ``observed``
+        says which cells were seen (the filled ones, all alike, must not make a column look
+        constant: its variance floor comes from the cells seen)."""
+        z = np.asarray(z, dtype=np.float64)
+        n, p = z.shape
+        if p == 0:
+            return cls(np.zeros(0), np.zeros((0, 0)), 0.0)
+        seen = np.ones(z.shape, dtype=bool) if observed is None else np.asarray(observed, dtype=bool)
+        if n > MAX_FIT_ROWS:
+            rng = rng or np.random.default_rng(0)
+            rows = np.sort(rng.choice(n, MAX_FIT_ROWS, replace=False))
+            z, seen, n = z[rows], seen[rows], MAX_FIT_ROWS
+        h = max(min(n, p + 2), int(np.ceil(SUPPORT * n)))
+        floor = np.array(
+            [np.var(z[seen[:, j], j]) if seen[:, j].sum() > 1 else np.var(z[:, j]) for j in range(p)]
+        )
+        floor = np.where(floor > 0, floor, 1.0)
+        shrunk = lambda rows: _shrunk(np.cov(z[rows], rowvar=False, bias=True).reshape(p, p), floor)  # noqa: E731
+        best = None
+        for start in _starts(z):
+            subset = _concentrate(z, start, h, floor)
+            det = _log_det(shrunk(subset))
+            if best is None or det < best[0]:
+                best = (det, subset)
+        assert best is not None
+        subset = best[1]
+        mean = z[subset].mean(axis=0)
+        cov = shrunk(subset)
+        # Consistency: an h-subset's scatter is too small for the whole distribution.
+        d2 = _mahalanobis2(z, mean, np.linalg.inv(cov))
+        cov *= np.median(d2) / stats.chi2.ppf(0.5, p)
+        keep = _mahalanobis2(z, mean, np.linalg.inv(cov)) <= stats.chi2.ppf(REWEIGHT_QUANTILE, p)
+        if keep.sum() > p + 1:
+            mean = z[keep].mean(axis=0)
+            cov = shrunk(keep)
+            d2 = _mahalanobis2(z[keep], mean, np.linalg.inv(cov))
+            # The kept rows are cut at the 97.5% quantile: rescale so their median distance is chi2's.
+            cov *= np.median(d2) / stats.chi2.ppf(0.5 * REWEIGHT_QUANTILE, p)
+        precision = np.linalg.inv(cov)
+        return cls(mean, (precision + precision.T) / 2.0, _log_det(cov))
+
+    def distance(self, z: np.ndarray) -> np.ndarray:
+        """Half the squared Mahalanobis distance of each complete row (nats, 0 at the centre)."""
+        if self.n_features == 0:
+            return np.zeros(len(z))
+        return 0.5 * _mahalanobis2(np.asarray(z, dtype=np.float64), self.location, self.precision)
+
+    def negative_log_density(self, z: np.ndarray) -> np.ndarray:
+        """``-log N(z; location, scatter)`` of each complete row (nats)."""
+        return self.distance(z) + 0.5 * (self.log_det + self.n_features * np.log(2.0 * np.pi))
+
+    def cell_residuals(self, z: np.ndarray, raw: np.ndarray) -> np.ndarray:
+        """(n, p) conditional residual of each cell given the row's other cells, in conditional sd.
+
+        ``z``: complete rows (missing cells filled, e.g. by :meth:`fill`); ``raw``: the same
+        cells unclipped (the value being judged); NaN where ``raw`` is NaN.
+        """
+        if self.n_features == 0:
+            return np.zeros(np.shape(raw))
+        clipped = np.clip(z, -PREDICTOR_CLIP, PREDICTOR_CLIP)
+        diag = np.diag(self.precision)
+        own = np.where(np.isnan(raw), clipped, raw)
+        t = (clipped - self.location) @ self.precision + diag * (own - clipped)
+        return np.where(np.isnan(raw), np.nan, t / np.sqrt(diag))
+
+    def fill(self, z: np.ndarray) -> np.ndarray:
+        """Missing cells (NaN) at their conditional mean given the row's present cells."""
+        z = np.array(z, dtype=np.float64)
+        missing = np.isnan(z)
+        if not missing.any():
+            return z
+        patterns, which = np.unique(missing, axis=0, return_inverse=True)
+        for k, pattern in enumerate(patterns):
+            if not pattern.any():
+                continue
+            rows = np.flatnonzero(which.ravel() == k)
+            m, o = pattern, ~pattern
+            # E[z_m | z_o] = mu_m - Q_mm^-1 Q_mo (z_o - mu_o)
+            q_mm = self.precision[np.ix_(m, m)]
+            q_mo = self.precision[np.ix_(m, o)]
+            centred = np.clip(z[np.ix_(rows, o)], -PREDICTOR_CLIP, PREDICTOR_CLIP) - self.location[o]
+            z[np.ix_(rows, m)] = self.location[m] - np.linalg.solve(q_mm, q_mo @ centred.T).T
+        return z
+
+    def to_state(self, prefix: str) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+        return {"log_det": self.log_det}, {
+            f"{prefix}location": self.location,
+            f"{prefix}precision": self.precision,
+        }
+
+    @classmethod
+    def from_state(
+        cls, meta: dict[str, float], arrays: dict[str, np.ndarray], prefix: str, p: int
+    ) -> RobustGaussian:
+        location = np.asarray(arrays[f"{prefix}location"], dtype=np.float64)
+        precision = np.asarray(arrays[f"{prefix}precision"], dtype=np.float64)
+        if location.shape != (p,) or precision.shape != (p, p) or not np.isfinite(precision).all():
+            raise ValueError(f"robust Gaussian must have {p} features and a finite precision matrix")
+        return cls(location, precision, float(meta["log_det"]))
+
+
+def _starts(z: np.ndarray) -> list[np.ndarray]:
+    """Initial h0-subsets (half the rows) from DetMCD's robust starts: Spearman and tanh correlations
+    of the robustly standardized columns, and the rows nearest the coordinatewise median."""
+    n, p = z.shape
+    med = np.median(z, axis=0)
+    mad = 1.4826 * np.median(np.abs(z - med), axis=0)
+    mad = np.where(mad > 1e-12, mad, np.maximum(z.std(axis=0), 1e-12))
+    u = (z - med) / mad
+    h0 = max(p + 1, n // 2)
+    starts = []
+    for transformed in (np.tanh(u), stats.rankdata(u, axis=0) - (n + 1) / 2.0):
+        corr = np.corrcoef(transformed, rowvar=False).reshape(p, p) if p > 1 else np.ones((1, 1))
+        corr = np.nan_to_num(corr) + np.eye(p) * 1e-3
+        # DetMCD: eigenvectors of the robust correlation, robust scales along them.
+        _, vectors = np.linalg.eigh(corr)
+        scores = u @ vectors
+        centre = np.median(scores, axis=0)
+        spread = 1.4826 * np.median(np.abs(scores - centre), axis=0)
+        spread = np.where(spread > 1e-12, spread, 1.0)
+        d2 = (((scores - centre) / spread) ** 2).sum(axis=1)
+        starts.append(np.argsort(d2, kind="stable")[:h0])
+    starts.append(np.argsort((u**2).sum(axis=1), kind="stable")[:h0])
+    return starts
+
+
+def _concentrate(z: np.ndarray, subset: np.ndarray, h: int, floor: np.ndarray) -> np.ndarray:
+    """Concentration steps: refit on the subset, keep the h rows nearest, until the subset is stable."""
+    p = z.shape[1]
+    current = np.sort(subset)
+    for _ in range(C_STEPS):
+        mean = z[current].mean(axis=0)
+        cov = _shrunk(np.cov(z[current], rowvar=False, bias=True).reshape(p, p), floor)
+        nearest = np.sort(np.argsort(_mahalanobis2(z, mean, np.linalg.inv(cov)), kind="stable")[:h])
+        if len(nearest) == len(current) and np.array_equal(nearest, current):
+            break
+        current = nearest
+    return current
+
+
+def _shrunk(cov: np.ndarray, variances: np.ndarray) -> np.ndarray:
+    """``(1 - SHRINKAGE) cov + SHRINKAGE diag(variances)``, plus a tiny ridge."""
+    ridge = 1e-9 * max(float(np.mean(variances)), 1e-12)
+    return (1.0 - SHRINKAGE) * cov + np.diag(SHRINKAGE * variances + ridge)
+
+
+def _log_det(cov: np.ndarray) -> float:
+    sign, value = np.linalg.slogdet(cov)
+    return float(value) if sign > 0 else np.inf
+
+
+def _mahalanobis2(z: np.ndarray, mean: np.ndarray, precision: np.ndarray) -> np.ndarray:
+    centred = z - mean
+    return np.einsum("ij,jk,ik->i", centred, precision, centred)
