@@ -8,7 +8,7 @@ then runs exactly what a user types::
     nrad fit clean.csv --id-column ID --model m.nrad
     nrad score T.csv --model m.nrad --fdr 0.1 --out b.csv
 
-and reads ``flagged`` and ``top_features`` (the name before the first ``:``)
+and reads ``flagged`` and ``top_features`` (the column named first)
 as a user would.  Per run: the share of planted rows flagged, the false
 discovery proportion of the flags, the share of flagged planted rows whose
 first named column is one of the row's causes, and seconds / peak memory of
@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from nrad import synthetic
+from nrad.table import first_feature
 
 NRAD = [sys.executable, "-c", "from nrad.cli import main; main()"]
 IDS = {"transactions": "txn_id", "issue-kinds": "txn_id", "sensors": "reading_id", "patients": "patient_id"}
@@ -68,7 +69,7 @@ def judge(scores: pd.DataFrame, truth: pd.DataFrame) -> dict[str, Any]:
     flagged = scores["flagged"].to_numpy(dtype=bool)
     planted = np.zeros(len(scores), dtype=bool)
     planted[truth["row"].to_numpy()] = True
-    first = scores["top_features"].fillna("").astype(str).str.split(":").str[0]
+    first = scores["top_features"].fillna("").astype(str).map(first_feature)
     named = [
         first.iloc[r] in causes for r, causes in zip(truth["row"], truth["causes"], strict=True) if flagged[r]
     ]

@@ -31,6 +31,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from nrad.table import first_feature
+
 NRAD = [sys.executable, "-c", "from nrad.cli import main; main()"]
 
 
@@ -169,7 +171,7 @@ def run_table(table: RealTable, fdr: float, work: Path) -> dict:
     flagged = scores[scores["flagged"].astype(str) == "True"]
     found = sorted(set(flagged["rownames"]) & known, key=_natural)
     first = {
-        r: str(t).split(":")[0] for r, t in zip(flagged["rownames"], flagged["top_features"], strict=True)
+        r: first_feature(t) for r, t in zip(flagged["rownames"], flagged["top_features"], strict=True)
     }
     notes = [line.split("note:", 1)[1].strip() for line in res.stdout.splitlines() if "note:" in line]
     rank = scores["anomaly_score"].rank(ascending=False, method="min")

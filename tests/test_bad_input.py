@@ -147,8 +147,8 @@ def model_and_data(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, pd
 
 
 SCORING_CASES = [
-    ("missing column", lambda df: df.drop(columns=["b"]), "missing columns: b"),
-    ("extra column", lambda df: df.assign(z=1), "extra columns: z"),
+    ("missing column", lambda df: df.drop(columns=["b"]), "lacks columns the model was trained on: b"),
+    ("extra column", lambda df: df.assign(z=1), None),
     ("reordered columns", lambda df: df[["cat", "b", "a"]], None),
     ("wrong dtype: text in a numeric column", lambda df: df.assign(a=["oops"] * len(df)), None),
     ("wrong dtype: numbers in a categorical column", lambda df: df.assign(cat=np.arange(len(df))), None),
@@ -161,11 +161,13 @@ def test_scoring_case(case: str, change: Callable, refusal: str | None, model_an
     if refusal is None:
         outcome = score_data(model, change(df.copy()), contamination=0.1)
         assert np.isfinite(outcome.scored["anomaly_score"]).all()
-        if case == "reordered columns":
+        if case in ("reordered columns", "extra column"):
             np.testing.assert_array_equal(
                 outcome.scored["anomaly_score"],
                 score_data(model, df, contamination=0.1).scored["anomaly_score"],
             )
+            if case == "extra column":
+                assert any("left out: z" in note for note in outcome.notes)
         else:
             assert sum(outcome.counts.values()) > 0  # repaired and counted
     else:
@@ -181,14 +183,17 @@ def test_levels_out_of_range(flag: str, value: str, tmp_path: Path, capsys: pyte
     assert code == 2 and "between 0 and 1" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("n_numeric", [0, 2, 40, 420, 451, 10_000])
-def test_rows_needed_is_the_fewest_rows_whose_flows_all_get_enough(n_numeric: int) -> None:
-    from nrad.table import MIN_ROWS, ROWS_PER_FEATURE, cross_fit_folds, rows_needed
+@pytest.mark.parametrize(("n_numeric", "rows", "width"), [(0, 500, 0), (4, 39, 0), (4, 60, 4), (200, 300, 128), (200, 150, 70)])
+def test_flow_width_follows_the_rows_each_flow_gets(n_numeric: int, rows: int, width: int) -> None:
+    from nrad.table import flow_width
 
-    def enough(n: int) -> bool:  # each flow is fitted on all rows but one fold: (k - 1) / k of them
-        k = cross_fit_folds(n)
-        return n * (k - 1) >= (MIN_ROWS + ROWS_PER_FEATURE * n_numeric) * k
+    assert flow_width(n_numeric, rows) == width
 
-    need = rows_needed(n_numeric)
-    assert enough(need)
-    assert not any(enough(n) for n in range(1, need))  # and no smaller table would do
+
+def test_too_few_rows_are_refused_naming_the_rows_needed() -> None:
+    from nrad.table import MIN_TABLE_ROWS, fit_table
+
+    with pytest.raises(NradError, match=f"at least {MIN_TABLE_ROWS} rows"):
+        fit_table(pd.DataFrame({"a": np.arange(5.0), "b": np.arange(5.0) ** 2}))
+
+

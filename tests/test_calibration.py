@@ -11,8 +11,10 @@ from nrad.calibration import (
     TailModel,
     benjamini_hochberg,
     bh_cutoff,
+    ROW_TRIM,
+    combine,
     conformal_p_values,
-    self_calibrated_flags,
+    gap_trim,
     top_fraction,
 )
 from nrad.errors import NradError
@@ -51,8 +53,9 @@ def test_a_few_wild_calibration_scores_do_not_calibrate_the_tail_away() -> None:
     calib = rng.gamma(4.0, 1.0, size=3000)
     wild = np.r_[calib, np.full(15, 80.0)]  # 0.5% anomalies among the calibration rows
     probe = np.array([calib.max() + 8.0])
-    clean_p, wild_p = TailModel.fit(calib).p_values(probe)[0], TailModel.fit(wild).p_values(probe)[0]
-    assert wild_p < 10 * clean_p
+    clean_p, wild_p = TailModel.fit(calib).p_values(probe)[0], TailModel.fit(wild, ROW_TRIM).p_values(probe)[0]
+    assert wild_p < 10 * clean_p  # trimmed above their gap: they weigh nothing
+    assert TailModel.fit(wild).p_values(probe)[0] < 0.01  # fitted (rows believed normal): heavier, not lost
 
 
 def test_bh_from_the_small_p_values_alone_equals_bh_on_all() -> None:
@@ -100,18 +103,43 @@ def test_bh_controls_fdr_and_normal_p_values_are_uniform() -> None:
         assert abs(np.mean(p_normal <= t) - t) < 0.05, t
 
 
-def test_self_calibrated_flags_find_more_anomalies_and_leave_a_clean_table_alone() -> None:
+def test_a_cluster_standing_apart_is_trimmed_whole_and_does_not_calibrate_itself_away() -> None:
     rng = np.random.default_rng(4)
-    normal = rng.gamma(4.0, 1.0, size=3000)  # the largest of 3,000 is near 15
-    # 20 anomalies among the rows that calibrate themselves, not far beyond the normal ones.
-    planted = np.r_[normal, rng.uniform(16.0, 22.0, size=20)]
-    truth = np.r_[np.zeros(3000, bool), np.ones(20, bool)]
-    one_pass = benjamini_hochberg(TailModel.fit(planted).p_values(planted), 0.1)
-    p, flags = self_calibrated_flags(planted, 0.1)
-    assert flags.sum() > one_pass.sum() and (flags & one_pass).sum() == one_pass.sum()
-    assert (flags & truth).sum() >= 18 and (flags & ~truth).sum() <= 2
-    assert np.all(p[flags] <= 0.1)
-    # A clean table the first pass flags nothing in is left exactly as one pass leaves it.
-    clean_p, clean_flags = self_calibrated_flags(normal, 0.1)
-    assert not clean_flags.any()
-    np.testing.assert_array_equal(clean_p, TailModel.fit(normal).p_values(normal))
+    normal = rng.exponential(1.0, size=600)
+    cluster = rng.normal(14.0, 0.3, size=60)  # a tenth of the rows, far out and tight
+    both = np.r_[normal, cluster]
+    tail = TailModel.fit(both, ROW_TRIM)
+    assert tail.n_trimmed == 60
+    assert np.all(tail.p_values(cluster) < 1e-4)
+    untrimmed = TailModel.fit(both)  # calibration rows believed normal: every score fitted
+    assert untrimmed.n_trimmed == 0 and untrimmed.p_values(cluster).min() > 1e-3
+
+
+def test_no_gap_no_trim_on_exponential_and_tied_scores() -> None:
+    rng = np.random.default_rng(5)
+    trims = [gap_trim(np.sort(rng.exponential(1.0, 3000)), 300, 0.25) for _ in range(20)]
+    assert sum(t > 0 for t in trims) <= 2  # the gap test's level is 1%
+    counts = np.sort(rng.poisson(2.0, 3000).astype(float))  # ties: jumps between levels are no gap
+    assert gap_trim(counts, 300, 0.25) == 0
+
+
+def test_the_lift_keeps_a_bounded_tail_from_calling_its_own_scores_improbable() -> None:
+    rng = np.random.default_rng(6)
+    # Scores piled up below a bound (a count's residuals near its lowest value): no exponential fits.
+    calib = np.r_[rng.normal(0.0, 1.0, 2700), 2.0 - rng.exponential(0.05, 300).clip(max=0.5)]
+    tail = TailModel.fit(calib)
+    top = np.sort(calib)[-30:]
+    rank_share = (30 - np.arange(30)) / (calib.size + 1)
+    assert np.all(tail.p_values(top) >= 0.2 * rank_share)
+
+
+def test_weighted_bonferroni_is_valid_and_names_the_deciding_test() -> None:
+    rng = np.random.default_rng(7)
+    p = rng.uniform(size=(200_000, 5))
+    weights = np.array([0.5, 0.125, 0.125, 0.125, 0.125])
+    combined, which = combine(p, weights)
+    for t in (0.001, 0.01, 0.1):
+        assert np.mean(combined <= t) <= t * 1.1
+    small = np.array([[0.5, 0.9, 1e-9, np.nan, 0.4]])
+    got, at = combine(small, weights)
+    assert at[0] == 2 and got[0] == pytest.approx(1e-9 / 0.125)

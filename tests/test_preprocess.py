@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from nrad.errors import NradError
-from nrad.preprocess import MIN_LEVEL_COUNT, TableSchema, encode, fit_schema, is_identifier
+from nrad.preprocess import extra_columns, MIN_LEVEL_COUNT, TableSchema, encode, fit_schema, is_identifier
 
 
 @pytest.fixture()
@@ -51,9 +51,10 @@ def test_encoding_repairs_and_counts(messy: pd.DataFrame) -> None:
     schema = fit_schema(messy)
     enc = encode(schema, messy)
     assert enc.numeric.shape == (200, 3) and enc.codes.shape == (200, 4)
-    # num NaN, text_num "n/a" and "1,5", small_cat None
-    assert enc.counts["missing_cells"] == 4 and enc.counts["parse_failures"] == 1
-    assert np.isnan(enc.numeric[3, 0]) and np.isnan(enc.numeric[4, 1]) and np.isnan(enc.numeric[5, 1])
+    # num NaN, text_num "n/a", small_cat None; "1,5" among whole numbers is read with a decimal comma
+    assert enc.counts["missing_cells"] == 3 and enc.counts["parse_failures"] == 0
+    assert enc.numeric[5, 1] == 1.5
+    assert np.isnan(enc.numeric[3, 0]) and np.isnan(enc.numeric[4, 1])
     labels = schema.categorical_labels[1]
     assert labels[enc.codes[6, 1]] == "<missing>"
 
@@ -81,7 +82,8 @@ def test_identifiers_are_found_and_measurements_are_not() -> None:
     assert is_identifier(pd.Series(np.arange(n) * 7 + 3))  # rising row by row
     assert is_identifier(pd.Series([str(v) for v in rng.permutation(np.arange(n))]))  # numbers as text
     assert not is_identifier(pd.Series(rng.normal(size=n)))  # all distinct, but measurements
-    assert not is_identifier(pd.Series(rng.permutation(np.arange(n)) * 3))  # distinct, not in sequence
+    assert is_identifier(pd.Series(rng.permutation(np.arange(n)) * 3))  # shuffled, too dense to be measured
+    assert not is_identifier(pd.Series(rng.choice(10**6, n, replace=False)))  # distinct by chance
     assert not is_identifier(pd.Series(pd.date_range("2024-01-01", periods=n, freq="h").astype(str)))
     assert not is_identifier(pd.Series([f"T{i}" for i in range(n - 1)] + ["T0"]))  # one repeat
     df = pd.DataFrame({"txn": [f"T{i}" for i in range(n)], "x": rng.normal(size=n)})
@@ -105,8 +107,9 @@ def test_day_first_dates_are_read_the_same_in_every_table() -> None:
 
 def test_column_mismatch_names_the_columns(messy: pd.DataFrame) -> None:
     schema = fit_schema(messy)
-    with pytest.raises(NradError, match="missing columns: num.*extra columns: other"):
+    with pytest.raises(NradError, match="lacks columns the model was trained on: num"):
         encode(schema, messy.drop(columns=["num"]).assign(other=1))
+    assert extra_columns(schema, messy.assign(other=1)) == ["other"]  # read without it
     a, b = encode(schema, messy), encode(schema, messy[messy.columns[::-1]])
     np.testing.assert_array_equal(a.numeric, b.numeric)  # column order does not matter
     np.testing.assert_array_equal(a.codes, b.codes)
@@ -131,3 +134,63 @@ def test_schema_round_trips_through_json(messy: pd.DataFrame) -> None:
 def test_bad_tables(frame: pd.DataFrame, message: str) -> None:
     with pytest.raises(NradError, match=message):
         fit_schema(frame)
+
+
+@pytest.mark.parametrize(
+    ("values", "want"),
+    [
+        (["1.234,56", "12,5", "3.000.000,00"], [1234.56, 12.5, 3_000_000.0]),
+        (["$1,234.50", "(1,200.00)", "45.10"], [1234.5, -1200.0, 45.1]),
+        (["12%", "7.5%", "0%"], [12.0, 7.5, 0.0]),
+        (["1,234", "2,500", "10,000"], [1234.0, 2500.0, 10000.0]),
+        (["3,5", "4,25", "10"], [3.5, 4.25, 10.0]),
+        (["1 234,56 €", "12,00 €", "7 €"], [1234.56, 12.0, 7.0]),
+    ],
+)
+def test_numbers_as_exports_write_them_are_read_as_numbers(values: list[str], want: list[float]) -> None:
+    df = pd.DataFrame({"amount": values * 10, "x": np.arange(30.0) % 7})
+    schema = fit_schema(df)
+    assert schema.columns[0].kind == "numeric"
+    np.testing.assert_allclose(encode(schema, df).numeric[:3, 0], want)
+
+
+def test_a_mostly_numeric_text_column_read_as_a_category_says_why() -> None:
+    values = [str(v) for v in range(70)] + ["see note"] * 20 + ["n.a."] * 10
+    schema = fit_schema(pd.DataFrame({"amount": values, "x": np.arange(100.0) % 3}))
+    plan = schema.columns[0]
+    assert plan.kind == "categorical" and "amount" in plan.note and "'see note'" in plan.note
+
+
+@pytest.mark.parametrize("text", ["27.05.2023", "27-05-2023", "27/05/2023"])
+def test_day_first_dates_are_read_as_dates(text: str) -> None:
+    days = pd.date_range("2023-01-01", periods=60, freq="D")
+    fmt = {".": "%d.%m.%Y", "-": "%d-%m-%Y", "/": "%d/%m/%Y"}[text[2]]
+    schema = fit_schema(pd.DataFrame({"when": days.strftime(fmt), "x": np.arange(60.0) % 5}))
+    assert schema.columns[0].kind == "datetime" and schema.columns[0].format == fmt
+
+
+def test_every_column_that_looks_like_a_key_is_an_identifier() -> None:
+    rng = np.random.default_rng(0)
+    n = 400
+    df = pd.DataFrame({
+        "row": np.arange(n), "PID": rng.permutation(np.arange(n) * 7919 + 10**8),
+        "order_id": rng.permutation(n) * 3 + 5000, "ticket no": rng.choice(10**9, n, replace=False),
+        "reading": rng.choice(10**9, n, replace=False),
+        "price": rng.normal(100, 10, n).round(2), "count": rng.poisson(3, n),
+    })  # fmt: skip
+    schema = fit_schema(df)
+    assert set(schema.identifiers) == {"row", "PID", "order_id", "ticket no"}  # "reading": a measurement
+    kept = fit_schema(df, features=["ticket no"])
+    assert "ticket no" in kept.names and "ticket no" not in kept.identifiers
+
+
+def test_a_spike_is_a_category_and_the_rest_a_number() -> None:
+    rng = np.random.default_rng(1)
+    pool = np.where(rng.random(3000) < 0.99, 0.0, rng.uniform(150, 800, 3000).round())
+    df = pd.DataFrame({"pool": pool, "area": rng.lognormal(7, 0.3, 3000)})
+    schema = fit_schema(df)
+    assert schema.columns[0].spike == 0.0 and schema.columns[1].spike is None
+    enc = encode(schema, df)
+    at = enc.at_spike[:, 0]
+    assert at.sum() == (pool == 0).sum() and np.isnan(enc.numeric[at, 0]).all()
+    assert enc.counts["missing_cells"] == 0  # a spike is not a missing cell

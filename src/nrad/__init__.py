@@ -33,3 +33,8 @@ def __getattr__(name: str) -> Any:
 
         return fit_table
     raise AttributeError(f"module 'nrad' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    # The lazy names above, for tab completion and dir(nrad).
+    return sorted([*globals(), *__all__])

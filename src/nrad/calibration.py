@@ -55,19 +55,25 @@ MAX_TAIL = 2000
 #: Scores that may hold the anomalies being scored (a table scored against itself) are fitted
 #: without their top shares (least, most): at least 1%, up to a quarter of the rows above a gap
 #: (a cluster of bad rows); see gap_trim.  At least MIN_FITTED excesses stay.
-ROW_TRIM = (0.01, 0.25)
+ROW_TRIM = (0.0, 0.25)
 MIN_FITTED = 10
+#: The tail that puts scores on an exponential scale for the gap test counts the top this share of
+#: the rows without measuring them (see _as_exponential).
+GAP_CENSOR = 0.01
 #: A gap in the top scores trims what lies above it when an exponential tail makes one so wide
 #: at most this rarely.
 GAP_LEVEL = 0.01
 #: Fewer calibration scores than this: conformal p-values only.
 MIN_CALIBRATION = 10
-#: The largest tail shape averaged over (0: exponential).
-MAX_SHAPE = 0.5
-#: The shapes averaged over (flat prior).
-SHAPES = np.linspace(0.0, MAX_SHAPE, 21)
-#: The fitted tail is lifted until no fitted score lies beyond it at this level (TailModel._lift).
+#: The largest tail shape a fit may take (0: exponential), profiled on clean tables
+#: (docs/method.md, section 9): a row's log-density scores reach 0.2, a cell's residuals 0.5.
+MAX_SHAPE = 0.25
+#: The shapes a fit chooses among, 0.025 apart.
+SHAPE_STEP = 0.025
+#: The fitted tail is lifted until no fitted score lies beyond it at this level (TailModel._lift),
+#: the top LIFT_SKIP of the rows excepted.
 LIFT_LEVEL = 0.05
+LIFT_SKIP = 0.01
 #: The conformal body is kept at this many knots at most (exact counts at each).
 MAX_KNOTS = 2048
 
@@ -94,14 +100,16 @@ class TailModel:
     lift: float = 1.0
 
     @classmethod
-    def fit(cls, scores: np.ndarray, trim: tuple[float, float] | None = None) -> TailModel:
+    def fit(
+        cls, scores: np.ndarray, trim: tuple[float, float] | None = None, max_shape: float = MAX_SHAPE
+    ) -> TailModel:
         """Fit to calibration ``scores``.
 
         ``trim``: ``(least, most)`` shares of the scores to leave out of the fit
         at the top, the least always and up to the most above a gap
         (:func:`gap_trim`); for scores that may hold the anomalies being
         scored (a table scored against itself).  None: every score is fitted
-        (calibration rows believed normal).
+        (calibration rows believed normal).  ``max_shape``: the heaviest tail allowed.
         """
         calib = np.sort(np.asarray(scores, dtype=np.float64))
         calib = calib[np.isfinite(calib)]
@@ -113,17 +121,28 @@ class TailModel:
         none = cls(knots, at_least, n, np.inf, 0, np.zeros(0), np.zeros(0), np.zeros(0))
         if n < MIN_CALIBRATION or k < 1:
             return none
-        cut_count = 0 if trim is None else gap_trim(calib, k, trim[1], trim[0])
+        gap = 0
+        if trim is not None:
+            # The gap is looked for among twice as many top scores as may be trimmed (a quarter of
+            # the rows: a cluster of up to a fifth), then the tail keeps its usual size below it.
+            scan = int(min(n - 1, max(k, np.ceil(2 * trim[1] * n))))
+            gap = gap_trim(_as_exponential(calib, scan, max_shape), scan, trim[1])
+            k = int(min(gap + max(round(TAIL_SHARE * (n - gap)), min(MIN_TAIL, n - gap - 1)), n - 1))
+        censored = 0 if trim is None else max(min(int(np.ceil(trim[0] * n)) - gap, k - gap - MIN_FITTED), 0)
         threshold = float(calib[n - k - 1])
-        # Truncated where the trimmed scores begin: no fitted score lies above the smallest of
-        # them, and that is all the fit knows of them (not even their count).
-        cut = float(calib[n - cut_count] - threshold) if cut_count else None
-        fitted = shape_posterior(calib[n - k : n - cut_count] - threshold, cut)
+        top = n - gap - censored
+        # Above a gap: truncated where the trimmed scores begin (the fit conditions on lying below
+        # the smallest of them, and knows nothing else of them, not even their count).  The next
+        # top scores enter only as "at least this large": an anomaly among them counts once, how
+        # far out it lies does not.
+        cut = float(calib[n - gap] - threshold) if gap else None
+        level = float(calib[top] - threshold) if censored else None
+        fitted = shape_posterior(calib[n - k : top] - threshold, cut, censored, level, max_shape)
         if fitted is None:
             return none
-        tail = cls(knots, at_least, n, threshold, k, *fitted, n_trimmed=cut_count)
-        lift = tail._lift(calib, calib[n - k : n - cut_count])
-        return cls(knots, at_least, n, threshold, k, *fitted, n_trimmed=cut_count, lift=lift)
+        tail = cls(knots, at_least, n, threshold, k, *fitted, n_trimmed=gap)
+        lift = tail._lift(calib, calib[n - k : top])
+        return cls(knots, at_least, n, threshold, k, *fitted, n_trimmed=gap, lift=lift)
 
     def _lift(self, calib: np.ndarray, fitted: np.ndarray) -> float:
         """The factor (>= 1) by which the fitted tail must be raised to cover the fitted scores.
@@ -140,7 +159,9 @@ class TailModel:
         from scipy.stats import chi2
 
         n = calib.size
-        # The trimmed scores above are not the model's to cover (they may be the anomalies).
+        # The trimmed scores above are not the model's to cover (they may be the anomalies), nor
+        # are the top LIFT_SKIP of the rows: a few wild scores among them would lift the whole tail.
+        fitted = fitted[: max(len(fitted) - int(LIFT_SKIP * n), 1)]
         count = n - np.searchsorted(calib, fitted, side="left") - self.n_trimmed
         needed = 0.5 * chi2.ppf(LIFT_LEVEL, 2.0 * count) / (n + 1.0)
         model = self._tail(fitted)
@@ -157,10 +178,13 @@ class TailModel:
     def p_values(self, scores: np.ndarray) -> np.ndarray:
         """p-value of each score (higher score = more anomalous)."""
         s = np.asarray(scores, dtype=np.float64)
-        # #{c >= s}: exact at the knots (every calibration score when there are few), interpolated
-        # between them, n below the smallest and 0 above the largest.
-        count = np.interp(s, self.knots, self.at_least, left=float(self.n), right=0.0)
-        count = np.where(s > self.knots[-1], 0.0, count)
+        # #{c >= s}: exact when every calibration score is a knot; else the count at the largest
+        # knot at or below s, which is at least the true count (a p-value no smaller than exact).
+        if len(self.knots) == self.n:
+            count = self.n - np.searchsorted(self.knots, s, side="left").astype(np.float64)
+        else:
+            below = np.searchsorted(self.knots, s, side="right") - 1
+            count = np.where(below >= 0, self.at_least[np.maximum(below, 0)], float(self.n))
         body = (1.0 + count) / (self.n + 1.0)
         if self.n_tail == 0:
             return body
@@ -203,39 +227,66 @@ def _knots(calib: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return knots, (n - np.searchsorted(calib, knots, side="left")).astype(np.float64)
 
 
-def gap_trim(calib: np.ndarray, k: int, max_trim_share: float, trim_share: float) -> int:
-    """How many of the top sorted scores ``calib`` to leave out of a tail fit on ``k`` excesses.
+def _as_exponential(calib: np.ndarray, k: int, max_shape: float) -> np.ndarray:
+    """Sorted scores with the top ``k + 1`` put on the scale where their tail is exponential,
+    ``-log S(x - u)``: a heavy tail's wide top spacings are its nature, not a gap, and a gap test
+    (:func:`gap_trim`) must not see them as one.  The tail is fitted to the top ``k`` with the top
+    ``GAP_CENSOR`` of the rows counted but not measured (right-censored): the anomalies the gap
+    test looks for must not make the tail heavy enough to hide themselves."""
+    n = calib.size
+    start = n - k - 1
+    threshold = float(calib[start - 1]) if start > 0 else float(calib[0])
+    censored = min(int(np.ceil(GAP_CENSOR * n)), k // 2)
+    excess = np.maximum(calib[start:] - threshold, 0.0)
+    level = float(excess[len(excess) - censored - 1]) if censored else None
+    fitted = shape_posterior(
+        excess[: len(excess) - censored], censored=censored, level=level, max_shape=max_shape
+    )
+    if fitted is None:
+        return calib
+    (shape,), (scale,), _ = fitted
+    out = np.zeros_like(calib)
+    out[start:] = excess / scale if shape == 0 else np.log1p(shape * excess / scale) / shape
+    return out
 
-    Under an exponential tail the normalized spacings of the top order
-    statistics, ``D_i = i (x_(i) - x_(i+1))`` (``x_(1)`` the largest), are
-    independent exponentials of one mean (Renyi's representation), so
-    ``D_i`` over the mean of the ``m`` spacings below it exceeds ``r`` with
-    chance ``(1 + r / m)^-m`` (an F distribution).  Scanning ``i`` from the
-    most that may be trimmed (half the excesses, a quarter of the rows) down
-    to 1, the first spacing improbable at ``GAP_LEVEL`` (over the positions
-    scanned, Bonferroni) is a gap, and the ``i`` scores above it are
-    trimmed: a cluster of anomalies standing apart from the normal rows (a
-    broken batch) is left out whole.  Anomalies spread along the tail leave
-    no such gap; at least ``trim_share`` of the rows is trimmed anyway.
+
+def gap_trim(calib: np.ndarray, k: int, max_trim_share: float) -> int:
+    """How many of the top sorted scores ``calib`` lie above a gap, among the top ``k`` (0: none).
+
+    Under an exponential tail of scale ``sigma`` the normalized spacings of
+    the top order statistics, ``D_i = i (x_(i) - x_(i+1))`` (``x_(1)`` the
+    largest), are independent exponentials of mean ``sigma`` (Renyi's
+    representation), so ``D_i`` over the mean of the ``m`` spacings below it
+    exceeds ``r`` with chance ``(1 + r / m)^-m`` (an F distribution).
+    Scanning ``i`` from the most that may be trimmed (half of the ``k``,
+    ``max_trim_share`` of the rows) down to 1, the first spacing improbable
+    at ``GAP_LEVEL`` (Bonferroni over the positions scanned) shows a gap at
+    or above it; the largest spacing from there up is the gap, and the
+    scores above it are trimmed: a cluster of anomalies standing apart from
+    the normal rows (a broken batch) is left out whole.  Anomalies spread
+    along the tail leave no such gap.
     """
     n = calib.size
-    least = max(min(int(np.ceil(trim_share * n)), k - MIN_FITTED), 0)
     most = min(int(max_trim_share * n), k // 2)
-    if most <= least:
-        return least
+    if most < 1:
+        return 0
     top = calib[::-1][: k + 1]
     if np.unique(top).size < 0.9 * top.size:
         # Tied scores (a count, a few levels) are no exponential tail: their jumps are not gaps.
-        return least
+        return 0
     spacings = np.arange(1, k + 1) * (top[:-1] - top[1:])  # spacings[i - 1] = D_i
     after = np.cumsum(spacings[::-1])[::-1]  # after[i] = D_{i+1} + ... + D_k
-    level = GAP_LEVEL / (most - least)
-    for i in range(most, least, -1):
+    level = GAP_LEVEL / most
+    for i in range(most, 0, -1):
         m = k - i
+        if spacings[i - 1] <= 0:
+            continue
         ratio = spacings[i - 1] / (after[i] / m) if after[i] > 0 else np.inf
-        if spacings[i - 1] > 0 and -m * np.log1p(ratio / m) < np.log(level):
-            return i
-    return least
+        if -m * np.log1p(ratio / m) < np.log(level):
+            # Just below a cluster the normal rows' own spacings are scaled by the cluster's ranks
+            # too and look wide: the widest spacing from here up is the gap.
+            return int(np.argmax(spacings[:i])) + 1
+    return 0
 
 
 def gpd_survival(x: np.ndarray, shape: float, scale: float) -> np.ndarray:
@@ -246,13 +297,19 @@ def gpd_survival(x: np.ndarray, shape: float, scale: float) -> np.ndarray:
 
 
 def shape_posterior(
-    excess: np.ndarray, cut: float | None = None
+    excess: np.ndarray,
+    cut: float | None = None,
+    censored: int = 0,
+    level: float | None = None,
+    max_shape: float = MAX_SHAPE,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """The maximum-likelihood shape on ``SHAPES`` and its scale (as one-element arrays, weight 1).
+    """The maximum-likelihood shape in ``[0, max_shape]`` (steps of ``SHAPE_STEP``) and its scale, as
+    one-element arrays with weight 1.
 
-    With a ``cut`` the likelihood is that of the excesses truncated there:
-    each excess's density over ``F(cut)``, so that what lies above it (the
-    trimmed scores) weighs nothing.  None when the excesses have no spread.
+    ``censored`` more excesses are known only to lie at or above ``level``;
+    with a ``cut`` everything (fitted and censored) is conditioned on lying
+    below it, so what lies above it (the trimmed scores) weighs nothing.
+    None when the excesses have no spread to fit.
     """
     from scipy.optimize import minimize_scalar
 
@@ -262,7 +319,8 @@ def shape_posterior(
     m, total = excess.size, float(excess.sum())
     mean = total / m
     scales, logliks = [], []
-    for xi in SHAPES:
+    shapes = np.arange(0.0, max_shape + SHAPE_STEP / 2, SHAPE_STEP)
+    for xi in shapes:
 
         def nll(log_scale: float, xi: float = float(xi)) -> float:
             sigma = np.exp(log_scale)
@@ -270,16 +328,19 @@ def shape_posterior(
                 density = m * log_scale + total / sigma
             else:
                 density = m * log_scale + (1.0 / xi + 1.0) * float(np.log1p(xi * excess / sigma).sum())
-            if cut is None:
-                return float(density)
-            below = -np.expm1(-cut / sigma) if xi == 0 else -np.expm1(-np.log1p(xi * cut / sigma) / xi)
-            return float(density + m * np.log(max(below, 1e-300)))
+            above_cut = 0.0 if cut is None else float(gpd_survival(np.array([cut]), xi, sigma)[0])
+            if censored:
+                above_level = float(gpd_survival(np.array([level]), xi, sigma)[0])
+                density -= censored * np.log(max(above_level - above_cut, 1e-300))
+            if cut is not None:
+                density += (m + censored) * np.log(max(1.0 - above_cut, 1e-300))
+            return float(density)
 
         found = minimize_scalar(nll, bounds=(np.log(mean) - 8.0, np.log(mean) + 3.0), method="bounded")
         scales.append(float(np.exp(found.x)))
         logliks.append(-float(found.fun))
     best = int(np.argmax(logliks))
-    return SHAPES[best : best + 1].copy(), np.asarray(scales[best : best + 1]), np.ones(1)
+    return shapes[best : best + 1].copy(), np.asarray(scales[best : best + 1]), np.ones(1)
 
 
 def combine(p_values: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

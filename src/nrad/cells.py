@@ -14,10 +14,12 @@ dependence between them).
   scored by the fold model that did not see it) calibrate two tails per
   column, one per side (:class:`nrad.calibration.TailModel`), and the cell's
   p-value is twice the smaller side's.  The tails are fitted to
-  ``t |t| / 2``, the cell's own negative log-density in nats under the
-  Gaussian model (signed by the side): for Gaussian residuals its tail is
-  exactly exponential, where ``|t|`` itself would make an exponential tail
-  call a value 5 sd out 30 times less rare than it is.  A column bounded
+  ``-log P(T > t)`` (per side), the Gaussian model's own surprise at the
+  value: for Gaussian residuals it is exactly exponential with mean 1 at
+  every threshold, so the fit has only to correct the model where the
+  residuals are heavier, where a tail fitted to ``|t|`` or ``t^2 / 2``
+  extrapolates from where they are not yet exponential (a value 5 sd out
+  called 3 to 30 times rarer than it is).  A column bounded
   below (counts, amounts) has a short lower tail, so a negative count is
   far out even when it is only a few sd from the median.
 * **A category** (also a number's missing or spike indicator) is judged by
@@ -39,14 +41,23 @@ import numpy as np
 from nrad.calibration import TailModel
 from nrad.categories import CategoryModel
 
+#: A numeric column with fewer present values than this gets ranks only, no fitted tail.
+MIN_CELL_VALUES = 100
 #: When the residuals may hold the anomalies scored (a table scored against itself), each side's
-#: fit leaves out its top 1% of the rows: a few gross values per column.  Not more above a gap: a
-#: block of rows sharing a legitimate value (4% of houses with two kitchens) makes a gap in the
-#: residuals' tail too (nrad.calibration.gap_trim).
-CELL_TRIM = (0.01, 0.01)
-#: Share of a row's p-value weight that goes to its cells (split equally among them); the rest to
-#: the row-level test.
+#: fit leaves out the values above a gap, for at most 1% of the rows: a few gross values per
+#: column, not a block of rows sharing a legitimate value (4% of houses with two kitchens).
+CELL_TRIM = (0.0, 0.01)
+#: A cell's residual tails may be heavier than a row's log-density (on clean tables their fitted
+#: shapes reach 0.43 at the 95th percentile): the largest shape their fits may take.
+CELL_MAX_SHAPE = 0.5
+#: Share of a row's p-value weight that goes to its cells; the rest to the row-level tests.
 CELL_WEIGHT = 0.5
+#: Of the cells' share, what the categories' tests get when there are numbers too (split equally
+#: among them; the numbers' tests share the rest).  A category's p-value cannot go much below the
+#: chance of a level never seen, about 1 / (2n), while Benjamini-Hochberg with k flags needs
+#: about q k / n over the test's weight: a category alone can flag a row only with a weight near
+#: 5 / k, which no even split gives, so most of the weight goes where it can be used.
+CATEGORY_SHARE = 0.2
 
 
 @dataclass
@@ -62,10 +73,17 @@ class NumericCellTests:
         ``trim``: see :meth:`nrad.calibration.TailModel.fit`."""
         upper, lower = [], []
         for j in range(residuals.shape[1]):
-            seen = _nats(residuals[:, j][np.isfinite(residuals[:, j])])
+            seen = residuals[:, j][np.isfinite(residuals[:, j])]
             seen = seen if len(seen) else np.zeros(1)
-            upper.append(TailModel.fit(seen, trim))
-            lower.append(TailModel.fit(-seen, trim))
+            high, low = _surprise(seen), _surprise(-seen)
+            if len(seen) < MIN_CELL_VALUES:
+                # Too few values (a spike's other values, a column mostly missing) to fit a tail to:
+                # ranks only, which never go below 1 / (n + 1).
+                upper.append(_ranks_only(high))
+                lower.append(_ranks_only(low))
+                continue
+            upper.append(TailModel.fit(high, trim, CELL_MAX_SHAPE))
+            lower.append(TailModel.fit(low, trim, CELL_MAX_SHAPE))
         return cls(upper, lower)
 
     @property
@@ -76,10 +94,11 @@ class NumericCellTests:
         """(n, p) two-sided p-values of residuals (NaN where the residual is NaN: not tested)."""
         out = np.full(residuals.shape, np.nan)
         for j in range(self.n_features):
-            t = _nats(residuals[:, j])
+            t = residuals[:, j]
             seen = np.isfinite(t)
             if seen.any():
-                sides = np.minimum(self.upper[j].p_values(t[seen]), self.lower[j].p_values(-t[seen]))
+                high, low = _surprise(t[seen]), _surprise(-t[seen])
+                sides = np.minimum(self.upper[j].p_values(high), self.lower[j].p_values(low))
                 out[seen, j] = np.minimum(2.0 * sides, 1.0)
         return out
 
@@ -103,9 +122,19 @@ class NumericCellTests:
         return cls(sides["upper"], sides["lower"])
 
 
-def _nats(t: np.ndarray) -> np.ndarray:
-    """``t |t| / 2``: a residual's Gaussian negative log-density, signed by its side."""
-    return 0.5 * t * np.abs(t)
+def _ranks_only(scores: np.ndarray) -> TailModel:
+    """Conformal p-values of a few scores, no tail (see ``MIN_CELL_VALUES``)."""
+    tail = TailModel.fit(scores)
+    return TailModel(tail.knots, tail.at_least, tail.n, np.inf, 0, np.zeros(0), np.zeros(0), np.zeros(0))
+
+
+def _surprise(t: np.ndarray) -> np.ndarray:
+    """``-log P(T > t)`` for a standard normal ``T``: exponential with mean 1 if the residuals are
+    Gaussian, so a fitted tail of shape 0 and scale 1 is that model, and the fit corrects it where
+    the residuals are not (heavier: a shape above 0 or a larger scale)."""
+    from scipy.special import log_ndtr
+
+    return -log_ndtr(-np.asarray(t, dtype=np.float64))
 
 
 def category_p_values(

@@ -22,8 +22,24 @@ EXIT_BAD_INPUT = 2
 _state = {"debug": False}
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        from nrad import __version__
+
+        typer.echo(f"nrad {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _main(debug: Annotated[bool, typer.Option(help="Show tracebacks on errors.")] = False) -> None:
+def _main(
+    debug: Annotated[bool, typer.Option(help="Show tracebacks on errors.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Show nrad's version and exit.", callback=_show_version, is_eager=True
+        ),
+    ] = False,
+) -> None:
     _state["debug"] = debug
 
 
@@ -77,12 +93,18 @@ def _render(outcome: Any, top: int = 10) -> None:
     seen = {k: v for k, v in outcome.counts.items() if v}
     if seen:
         console.print("in the input: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in seen.items()))
-    shown = scored.sort_values("anomaly_score", ascending=False, kind="stable").head(top)
+    from nrad.table import strongest_first
+
+    shown = scored.iloc[strongest_first(scored)[:top]]
     if outcome.row_numbers:
         shown = with_row_numbers(shown)
     # The reason says in words what top_features says in numbers; show the words.
     shown = shown.drop(columns=[c for c in ("top_features",) if "reason" in shown.columns])
-    table = Table(title=f"Top {top} rows by anomaly score ({outcome.units})")
+    title = f"The {top} most unusual rows (smallest p-value first; anomaly_score: {outcome.units}"
+    title += (
+        "; row: the line in the input, 1 = the first row after the header)" if outcome.row_numbers else ")"
+    )
+    table = Table(title=title)
     for col in shown.columns:
         table.add_column(str(col), overflow="fold")
     for row in shown.itertuples(index=False):
@@ -115,6 +137,16 @@ IdOpt = Annotated[
                  "whose values are all distinct, if there is one)."),
 ]  # fmt: skip
 IgnoreOpt = Annotated[list[str] | None, typer.Option(help="Column to leave out (repeat for several).")]
+FeatureOpt = Annotated[
+    list[str] | None,
+    typer.Option(help="Column to keep as a feature although its values look like a key (all distinct "
+                 "integers or text); repeat for several."),
+]  # fmt: skip
+ResultsOnlyOpt = Annotated[
+    bool,
+    typer.Option("--results-only", help="Write only the id and nrad's columns to --out (by default the "
+                 "input's columns come first, then anomaly_score, p_value, flagged, top_features, reason)."),
+]  # fmt: skip
 SeedOpt = Annotated[int, typer.Option(help="random_state of the fit.")]
 EpochsOpt = Annotated[int | None, typer.Option(help="Cap on training epochs (default: automatic).")]
 ExplainOpt = Annotated[
@@ -148,7 +180,12 @@ def detect(
     train: Annotated[
         Path | None, typer.Option(help="Rows believed normal to fit on (default: DATA itself).")
     ] = None,
-    out: Annotated[Path | None, typer.Option(help="Scores file (.csv or .parquet), input row order.")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Scores file (.csv or .parquet): the input's rows in order, its columns and nrad's."
+        ),
+    ] = None,
     report: Annotated[Path | None, typer.Option(help="Self-contained HTML report.")] = None,
     fdr: FdrOpt = None,
     contamination: ContOpt = None,
@@ -163,6 +200,8 @@ def detect(
     explain: ExplainOpt = "flagged",
     no_explain: NoExplainOpt = False,
     detector: DetectorOpt = "fused",
+    feature: FeatureOpt = None,
+    results_only: ResultsOnlyOpt = False,
 ) -> None:
     """Fit and score DATA: anomaly_score, p_value, flagged, top_features and reason per row."""
     from nrad.workflow import detect as run
@@ -171,7 +210,7 @@ def detect(
                   save_model_to=save_model, id_column=id_column, ignore=ignore or [],
                   label_column=label_column, random_state=seed, verbose=True, max_epochs=max_epochs,
                   explain="none" if no_explain else explain, progress=_progress(),
-                  detector=detector)  # fmt: skip
+                  detector=detector, with_input=not results_only, keep=feature or [])  # fmt: skip
     _render(outcome)
 
 
@@ -192,13 +231,14 @@ def fit(
         ),
     ] = 200_000,
     detector: DetectorOpt = "fused",
+    feature: FeatureOpt = None,
 ) -> None:
     """Fit a model on TRAIN and save it."""
     from nrad.workflow import fit_model, notes_for
 
     fitted = fit_model(train, id_column, ignore or [], random_state=seed, verbose=True, max_epochs=max_epochs,
                        sample_rows=sample_rows, model_path=model, progress=_progress(),
-                       detector=detector)  # fmt: skip
+                       detector=detector, keep=feature or [])  # fmt: skip
     sample = fitted.info["sample"]
     drawn = (
         f" (a uniform sample of {sample['rows_in_file']}, seed {sample['seed']})" if sample["sampled"] else ""
@@ -243,19 +283,23 @@ def score(
         bool, typer.Option(help="With --engine dask and no --scheduler: worker processes, not threads.")
     ] = False,
     batch_rows: Annotated[int, typer.Option(min=1, help="Rows read and scored per batch.")] = 65_536,
+    results_only: ResultsOnlyOpt = False,
 ) -> None:
     """Score DATA with a saved model.
 
     With --out (and no --report or --label-column) DATA is streamed in
     batches: a file of any size is scored in constant memory, and OUT appears
-    only when complete.  A Parquet DATA may be a directory of files.
+    only when complete.  A Parquet DATA may be a directory of files.  Columns
+    the model was not trained on are left out (and named); --engine dask
+    writes the id and nrad's columns only.
     """
     from nrad.workflow import score_model_file
 
     outcome = score_model_file(model, data, out=out, report=report, fdr=fdr, contamination=contamination,
                                label_column=label_column, explain="none" if no_explain else explain,
                                engine=engine, scheduler=scheduler, workers=workers, processes=processes,
-                               batch_rows=batch_rows, progress=_progress())  # fmt: skip
+                               batch_rows=batch_rows, progress=_progress(),
+                               with_input=not results_only)  # fmt: skip
     _render(outcome)
 
 
@@ -347,7 +391,7 @@ def datasets_fetch(
 
 
 def main() -> None:
-    """Entry point: run the app; nrad's own errors become a message and exit code 2."""
+    """Entry point: run the app; usage mistakes and nrad's own errors become one line and exit code 2."""
     from nrad.errors import NradError
 
     try:
@@ -360,12 +404,27 @@ def main() -> None:
     except typer.Abort:
         typer.echo("aborted", err=True)
         sys.exit(130)
-    except Exception as exc:  # click usage errors carry their own exit code
-        import click
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except Exception as exc:
+        if _state["debug"] or not _is_click_error(exc):
+            raise
+        sys.exit(_report_usage_error(exc))
 
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(EXIT_BAD_INPUT)
-        if isinstance(exc, click.exceptions.Exit):
-            sys.exit(exc.exit_code)
-        raise
+
+def _is_click_error(exc: BaseException) -> bool:
+    """A usage mistake from the command-line parser (typer's bundled click, or click itself)."""
+    return any(cls.__name__ == "ClickException" for cls in type(exc).__mro__)
+
+
+def _report_usage_error(exc: Any) -> int:
+    """One line: what was wrong and where to read how to type it; the exit code."""
+    ctx = getattr(exc, "ctx", None)
+    command = ctx.command_path if ctx is not None else "nrad"
+    if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+        typer.echo(ctx.get_help())
+        return EXIT_BAD_INPUT
+    message = " ".join(str(exc.format_message()).split())
+    typer.echo(f"error: {message} (see '{command} --help')", err=True)
+    code = getattr(exc, "exit_code", EXIT_BAD_INPUT)
+    return EXIT_BAD_INPUT if code in (None, 1) else int(code)

@@ -30,6 +30,8 @@ SCORE_CHUNK = 8064
 #: Training rows used to measure source influence (a mean; 2,000 rows pin it
 #: down well), fewer for wide data so rows x d stays near 200,000.
 INFLUENCE_ROWS = 2000
+#: ... and this many when every source is pure (nothing to split: they only describe the sources).
+DESCRIBE_INFLUENCE_ROWS = 200
 INFLUENCE_CELLS = 200_000
 #: Standardized inputs are clipped to +-this many training sd when scoring:
 #: rows beyond it score as if they were at it (still extreme, always finite).
@@ -43,6 +45,8 @@ STEP_BUDGET = 1000
 #: penalty costs ~2.5x a plain one (its Jacobian columns and their backward
 #: pass; op-count bound on small batches).
 PENALTY_EVERY = 4
+#: Rows of a given held-out set that the early stopping reads, at most (evenly spaced through it).
+MAX_HELD_ROWS = 2048
 #: Smallest validation part for which early stopping is trusted.
 MIN_VALIDATION_ROWS = 20
 
@@ -354,6 +358,9 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
 
     def _split_sources(self, Z: torch.Tensor, rng: np.random.Generator) -> None:
         n_rows = min(INFLUENCE_ROWS, max(50, INFLUENCE_CELLS // Z.shape[1]))
+        if self.n_pure_sources == "all":
+            # No split to decide: the influences only describe the sources (the report shows them).
+            n_rows = min(n_rows, DESCRIBE_INFLUENCE_ROWS)
         rows = rng.permutation(Z.shape[0])[:n_rows]
         with torch.inference_mode():
             s, _ = self.flow_(Z[np.sort(rows)])
@@ -458,7 +465,10 @@ def _train_stack(first: NRDE, parts: list[_Part], lr: float) -> tuple[list[Coupl
             held.append(None if val is None else part.Z[val])
         else:
             train.append(part.Z)
-            held.append(part.held)
+            # A held-out loss of this many rows is precise enough to stop on (its standard error,
+            # the stopping tolerance with tol="auto", is a few thousandths of a nat per feature).
+            step = -(-len(part.held) // MAX_HELD_ROWS)
+            held.append(part.held[::step])
         whitening = _pca_whitening(train[-1], first.train_noise)
         d = part.Z.shape[1]
         flows.append(CouplingFlow(d, first.n_transforms, first.hidden_units, rng, linear_init=whitening))

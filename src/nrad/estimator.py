@@ -4,9 +4,9 @@ For a user who works in scikit-learn's terms: ``fit(X)`` on a DataFrame
 (numbers, categories, dates, missing cells) or a numeric array, then
 ``anomaly_score`` / ``score_samples`` / ``p_values`` / ``predict`` on new
 rows.  ``fit_predict(X)`` scores the fitted rows themselves, each by the
-members that did not see it, and flags them with self-calibrated p-values,
-exactly as ``nrad detect`` without ``--train`` does: it is that command's
-``flagged`` column; ``decision_scores_`` holds those rows' scores.
+members that did not see it, exactly as ``nrad detect`` without ``--train``
+does: it is that command's ``flagged`` column; ``decision_scores_`` holds
+those rows' scores.
 """
 
 from __future__ import annotations
@@ -104,6 +104,17 @@ class TableDetector(OutlierMixin, BaseEstimator):
     def score_samples(self, X: Any) -> np.ndarray:
         """Minus :meth:`anomaly_score` (scikit-learn's sign: lower = more abnormal)."""
         return -self.anomaly_score(X)
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """``log10`` of each row's p-value over ``fdr / n`` (n: the rows given): scikit-learn's sign.
+
+        Negative for a row whose p-value alone is below the Benjamini-Hochberg
+        cut for one flag among the rows given; :meth:`predict` flags by the
+        whole procedure (with more flags the cut rises, so a row can be
+        flagged at a value up to ``log10(n)``).
+        """
+        p = np.maximum(self.p_values(X), 1e-300)
+        return np.log10(p) - np.log10(self.fdr / max(len(p), 1))
 
     def p_values(self, X: Any) -> np.ndarray:
         """How often a normal row scores at least this high (see docs/usage.md)."""

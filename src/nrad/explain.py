@@ -302,10 +302,10 @@ def reasons(
 
 
 def _numeric_reason(model: TableModel, prep: Prepared, i: int, j: int, raw: Any, repaired_z: float) -> str:
-    """``"amount 4512 (typical for merchant 'M07': 31 to 58; this row fits 45)"``.
+    """``"amount 4512 (typical for merchant 'M07': 31 to 58; 45 would fit the rest of this row)"``.
 
     The typical range is the middle half of the feature's training values in
-    the row's context; "this row fits" is the repair: the value that, the
+    the row's context; what "would fit" is the repair: the value that, the
     other columns as they are, takes most off the score.  When a relation is
     broken (an age that does not go with the balance) the two differ.
     """
@@ -328,7 +328,7 @@ def _numeric_reason(model: TableModel, prep: Prepared, i: int, j: int, raw: Any,
     show = _clock if name.endswith(".hour") else _short
     value = _clock(_hour(raw)) if name.endswith(".hour") else _number(raw)
     typical = show(lo) if show(lo) == show(hi) else f"{show(lo)} to {show(hi)}"
-    return f"{name} {value} (typical{context}: {typical}; this row fits {show(fit)})"
+    return f"{name} {value} (typical{context}: {typical}; {show(fit)} would fit the rest of this row)"
 
 
 def _categorical_reason(model: TableModel, prep: Prepared, i: int, f: int, best: int, raw: Any) -> str:

@@ -52,6 +52,8 @@ REWEIGHT_QUANTILE = 0.975
 SHRINKAGE = 0.05
 #: Predictors enter a cell's residual clipped to this many sd.
 PREDICTOR_CLIP = 4.0
+#: A column seen (not absent) in fewer rows than this is modelled as independent of the others.
+MIN_OBSERVED = 100
 #: At most this many rows are used to fit (a random subset beyond).
 MAX_FIT_ROWS = 20_000
 
@@ -111,6 +113,13 @@ class RobustGaussian:
             d2 = _mahalanobis2(z[keep], mean, np.linalg.inv(cov))
             # The kept rows are cut at the 97.5% quantile: rescale so their median distance is chi2's.
             cov *= np.median(d2) / stats.chi2.ppf(0.5 * REWEIGHT_QUANTILE, p)
+        # A column seen in few rows (a spike's other values, one mostly missing) relates to the others
+        # only through those few rows: its estimated relations are noise that would push the other
+        # cells of the rows where it is seen off.  It is modelled as independent of them.
+        sparse = seen.sum(axis=0) < MIN_OBSERVED
+        if sparse.any():
+            keep = np.diag(np.diag(cov))
+            cov = np.where(sparse[:, None] | sparse[None, :], keep, cov)
         precision = np.linalg.inv(cov)
         return cls(mean, (precision + precision.T) / 2.0, _log_det(cov))
 

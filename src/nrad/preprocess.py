@@ -43,6 +43,8 @@ from nrad.errors import NradError
 
 #: Share of non-missing text values that must parse as numbers for a column to be numeric.
 NUMERIC_PARSE_SHARE = 0.95
+#: A text column read as a category although this share of its values are numbers gets a note.
+LOOKS_NUMERIC_SHARE = 0.5
 #: A level seen fewer times than this in training is pooled with unseen levels as *other*
 #: (and its value is not stored): one or two rows cannot tell a level apart from a new one.
 MIN_LEVEL_COUNT = 2
@@ -110,6 +112,10 @@ class ColumnPlan:
     format: str = ""
     #: numeric: the value of its spike (see :func:`spike_value`), None without one.
     spike: float | None = None
+    #: numeric text: its decimal mark (see :func:`number_format_of`).
+    number_format: str = "."
+    #: What the user should know about how the column was read ("" for nothing).
+    note: str = ""
 
     def numeric_features(self) -> list[str]:
         if self.kind == "numeric":
@@ -316,20 +322,20 @@ def _check_table(df: pd.DataFrame, what: str) -> None:
 
 
 def _check_columns(schema: TableSchema, df: pd.DataFrame, what: str) -> None:
+    """Every column the model reads must be there (columns it does not read are left out)."""
     have = {str(c) for c in df.columns}
-    need = set(schema.input_columns)
-    # Identifier columns are not features: present or not, they are ignored.
-    missing, extra = sorted(need - have), sorted(have - need - set(schema.identifiers))
-    if missing or extra:
-        parts = []
-        if missing:
-            parts.append(f"missing columns: {', '.join(missing)}")
-        if extra:
-            parts.append(f"extra columns: {', '.join(extra)}")
+    missing = sorted(set(schema.input_columns) - have)
+    if missing:
         raise NradError(
-            f"{what} does not match the model's columns ({'; '.join(parts)}). "
-            "Score data with the columns the model was trained on (order does not matter)."
+            f"{what} lacks columns the model was trained on: {', '.join(missing)}. "
+            "Score data with those columns (order does not matter; other columns are left out)."
         )
+
+
+def extra_columns(schema: TableSchema, df: pd.DataFrame) -> list[str]:
+    """Columns of ``df`` the model does not read (nor as identifiers)."""
+    known = set(schema.input_columns) | set(schema.identifiers)
+    return [str(c) for c in df.columns if str(c) not in known]
 
 
 def _na_tokens_to_missing(col: pd.Series) -> pd.Series:
@@ -339,13 +345,53 @@ def _na_tokens_to_missing(col: pd.Series) -> pd.Series:
     return col.mask(text.isin(NA_TOKENS))
 
 
-def _numeric_parse(col: pd.Series) -> tuple[pd.Series, int]:
-    """Text -> numbers; NA tokens are missing, other values that do not parse
-    (e.g. "1,5") become missing too and are counted as parse failures."""
+def _numeric_parse(col: pd.Series, number_format: str | None = None) -> tuple[pd.Series, int]:
+    """Text -> numbers as the format says (see :func:`number_format`; None: decided from ``col``);
+    NA tokens are missing, other values that do not parse become missing too and are counted as
+    parse failures."""
     col = _na_tokens_to_missing(col)
-    values = pd.to_numeric(col, errors="coerce")
+    text = col.astype("string")
+    fmt = number_format_of(text) if number_format is None else number_format
+    values = pd.to_numeric(_normalize_numbers(text, fmt), errors="coerce")
     failures = int((values.isna() & col.notna()).sum())
     return values.astype(float), failures
+
+
+def number_format_of(text: pd.Series) -> str:
+    """How a text column writes its numbers: ``"."`` (decimal point: 1,234.56 or 1234.56) or ``","``
+    (decimal comma: 1.234,56 or 1234,56), decided from its values.
+
+    A comma followed by other than exactly three digits (``3,5``, ``12,75``), or a point before a
+    comma (``1.234,56``), or more than one point (``1.234.567``) makes the comma the decimal mark;
+    otherwise the point is (``1,234`` is then one thousand two hundred and thirty-four).
+    """
+    sample = text.dropna().head(5000).str.replace(_DECORATION, "", regex=True)
+    if sample.empty:
+        return "."
+    comma_decimal = sample.str.contains(r",(?!\d{3}(?:\D|$))", regex=True) & sample.str.contains(r"\d,\d")
+    point_then_comma = sample.str.contains(r"\.\d{3},", regex=True)
+    many_points = sample.str.count(r"\.") > 1
+    votes = int((comma_decimal | point_then_comma | many_points).sum())
+    point_decimal = int(sample.str.contains(r"\d\.\d{1,2}$|\d\.\d{4,}|,\d{3}\.\d", regex=True).sum())
+    return "," if votes > point_decimal else "."
+
+
+#: What exports put around a number: currency signs and codes, percent signs, spaces.
+_DECORATION = r"[\s$€£¥%']|\b(?:USD|EUR|GBP|CHF|JPY)\b"
+
+
+def _normalize_numbers(text: pd.Series, number_format: str) -> pd.Series:
+    """``(1.234,56 €)`` -> ``-1234.56``: decoration off, accounting negatives signed, separators out."""
+    out = text.str.strip()
+    negative = out.str.match(r"^\(.*\)$", na=False)
+    out = out.str.replace(r"[()]", "", regex=True).str.replace(_DECORATION, "", regex=True)
+    # Only separators that group thousands go: "1,5" in a column of decimal points stays
+    # unreadable (a parse failure, counted), not fifteen.
+    if number_format == ",":
+        out = out.str.replace(r"(?<=\d)\.(?=\d{3}(?:\D|$))", "", regex=True).str.replace(",", ".", regex=False)
+    else:
+        out = out.str.replace(r"(?<=\d),(?=\d{3}(?:\D|$))", "", regex=True)
+    return out.where(~negative, "-" + out)
 
 
 def _datetime_format(col: pd.Series) -> str | None:
@@ -361,7 +407,10 @@ def _datetime_format(col: pd.Series) -> str | None:
     from pandas.tseries.api import guess_datetime_format
 
     sample = col.dropna().astype(str).str.strip().head(500)
-    if sample.empty or not sample.str.contains(r"\d{4}-\d{1,2}-\d{1,2}|\d{1,2}/\d{1,2}/\d{2,4}").all():
+    if (
+        sample.empty
+        or not sample.str.contains(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}").all()
+    ):
         return None
     with warnings.catch_warnings():
         # pandas warns when a value fits day-first and month-first alike: both are tried here.
@@ -411,11 +460,23 @@ def _plan_column(name: str, col: pd.Series) -> tuple[ColumnPlan | None, str, int
         if not has_hour and np.nanstd(weekday) == 0:
             return None, "constant (no variation in weekday or hour)", 0
         return ColumnPlan(name, "datetime", has_hour=has_hour, format=fmt), "", 0
-    values, failures = _numeric_parse(col)
+    fmt = number_format_of(_na_tokens_to_missing(col).astype("string"))
+    values, failures = _numeric_parse(col, fmt)
     present = _na_tokens_to_missing(col).notna().sum()
     if present and values.notna().sum() >= NUMERIC_PARSE_SHARE * present:
-        return _numeric_plan(name, values, failures)
-    return _categorical_plan(name, _na_tokens_to_missing(col))
+        plan, reason, failures = _numeric_plan(name, values, failures)
+        if plan is not None:
+            plan.number_format = fmt
+        return plan, reason, failures
+    plan, reason, _ = _categorical_plan(name, _na_tokens_to_missing(col))
+    share = values.notna().sum() / max(present, 1)
+    if plan is not None and share >= LOOKS_NUMERIC_SHARE:
+        examples = _na_tokens_to_missing(col)[values.isna() & _na_tokens_to_missing(col).notna()].astype(str)
+        shown = ", ".join(repr(v) for v in examples.drop_duplicates().head(3))
+        plan.note = (f"{name}: {share:.0%} of its values are numbers, but not {NUMERIC_PARSE_SHARE:.0%} "
+                     f"(others: {shown}); read as a category. Clean those cells, or leave the column "
+                     "out with --ignore")  # fmt: skip
+    return plan, reason, 0
 
 
 def _numeric_plan(name: str, values: pd.Series, failures: int) -> tuple[ColumnPlan | None, str, int]:
@@ -483,7 +544,7 @@ def _apply(
         if pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
             values, failures = col.astype(float), 0
         else:
-            values, failures = _numeric_parse(col)
+            values, failures = _numeric_parse(col, plan.number_format)
         values = values.to_numpy(dtype=float, copy=True)
         missing = ~np.isfinite(values)
         values[missing] = np.nan

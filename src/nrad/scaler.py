@@ -82,7 +82,7 @@ HUGE = 1e300
 MIN_TAIL_WEIGHT = 0.25
 #: The tail weight is fitted on the values between these quantiles (a few wild values
 #: among the training rows must not decide how heavy the tails are).
-TAIL_FIT = (0.0025, 0.9975)
+TAIL_FIT = (0.01, 0.99)
 #: Numeric features whose z correlate at least this much are repaired as a pair too (explanations).
 RELATED = 0.5
 #: Quantiles of each feature's training z kept as its typical values

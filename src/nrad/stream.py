@@ -31,7 +31,7 @@ import pandas as pd
 from nrad.calibration import bh_cutoff
 from nrad.errors import NradError
 from nrad.io import atomic_path, count_rows, iter_table, read_table
-from nrad.table import TableModel, check_explain, flag_rule
+from nrad.table import RESULT_COLUMNS, TableModel, check_explain, flag_rule, strongest_first
 
 #: Rows per batch read from the input (and per Parquet row group written).
 BATCH_ROWS = 65_536
@@ -121,11 +121,13 @@ def score_file(
     contamination: float | None = None,
     explain: str = "flagged",
     batch_rows: int = BATCH_ROWS,
+    with_input: bool = False,
 ) -> StreamOutcome:
     """Score DATA batch by batch and write OUT (CSV or Parquet) in input order.
 
     Columns and values are those of :meth:`TableModel.score` on the whole
-    table.  OUT appears only when complete (temp file, then rename).
+    table (``with_input``: the input's columns first).  OUT appears only when
+    complete (temp file, then rename).
     """
     out = Path(out)
     rule = flag_rule(fdr, contamination)
@@ -138,7 +140,7 @@ def score_file(
         spill = spill_dir / "scored.parquet"
         level = rule.level if rule.kind == "fdr" else 0.0
         n_rows, candidates, top, counts = _score_to_spill(
-            model, data, spill, explain == "all", batch_rows, level
+            model, data, spill, explain == "all", batch_rows, level, with_input
         )
         if rule.kind == "top":
             flag = _top_share_flagger(spill, n_rows, rule.level)
@@ -151,11 +153,14 @@ def score_file(
         n_flagged = _write_flagged(spill, out, flag, describe)
     finally:
         shutil.rmtree(spill_dir, ignore_errors=True)
-    top = top.sort_values("anomaly_score", ascending=False, kind="stable")
-    # The summary's top rows say whether they were flagged, as in memory: by BH's cutoff, or, for
-    # the top share, by rank (these are the highest scores, ties in row order, as the flagger's).
+    top = top.iloc[strongest_first(top)]
+    # The summary's rows say whether they were flagged, as in memory: by BH's cutoff, or, for the
+    # top share, by the score the share ends at (ties there taken in row order, as the flagger's).
     if rule.kind == "top":
-        flagged = np.arange(len(top)) < int(np.ceil(rule.level * n_rows))
+        kth = getattr(flag, "kth", np.inf)
+        flagged = top["anomaly_score"].to_numpy() > kth
+        ties = np.flatnonzero(top["anomaly_score"].to_numpy() == kth)
+        flagged[ties[np.argsort(top.index.to_numpy()[ties])][: getattr(flag, "ties", 0)]] = True
     else:
         flagged = top["p_value"].to_numpy() <= cutoff
     top.insert(top.columns.get_loc("p_value") + 1, "flagged", flagged)
@@ -243,7 +248,13 @@ def even_batch_rows(n_rows: int | None, batch_rows: int, workers: int) -> int:
 
 
 def _score_to_spill(
-    model: TableModel, data: str | Path, spill: Path, explain: bool, batch_rows: int, level: float
+    model: TableModel,
+    data: str | Path,
+    spill: Path,
+    explain: bool,
+    batch_rows: int,
+    level: float,
+    with_input: bool = False,
 ) -> tuple[int, np.ndarray, pd.DataFrame, dict[str, int]]:
     """Pass 1: score every batch into the spill; keep the p-values at most ``level`` (what BH needs)."""
     import pyarrow as pa
@@ -262,7 +273,7 @@ def _score_to_spill(
         return p[p <= level], pa.Table.from_pandas(part, preserve_index=False)
 
     rows = even_batch_rows(count_rows(data), batch_rows, torch.get_num_threads())
-    batches = scored_batches(model, prefetch(iter_table(data, rows)), explain, data, finish)
+    batches = scored_batches(model, prefetch(iter_table(data, rows)), explain, data, finish, with_input)
     try:
         for part, part_counts, (small, table) in batches:
             candidates.append(small)
@@ -272,7 +283,8 @@ def _score_to_spill(
                 writer = pq.ParquetWriter(spill, table.schema)
             table = _conform(table, writer.schema, data, start)
             writer.write_table(table)
-            top = _merge_top(top, part.set_axis(pd.RangeIndex(start, start + len(part))))
+            results = part[[c for c in part.columns if c in (model.id_column, *RESULT_COLUMNS)]]
+            top = _merge_top(top, results.set_axis(pd.RangeIndex(start, start + len(part))))
             start += len(part)
     finally:
         batches.close()  # now, not when collected: stops the workers, restores torch's threads
@@ -289,6 +301,7 @@ def scored_batches(
     explain: bool,
     data: str | Path,
     finish: Callable[[pd.DataFrame], Any] = lambda part: None,
+    with_input: bool = False,
 ) -> Iterator[tuple[pd.DataFrame, dict[str, int], Any]]:
     """``model.score_rows`` of each batch and ``finish`` of its result, in input order, n at a time.
 
@@ -309,7 +322,7 @@ def scored_batches(
 
     def score(frame: pd.DataFrame, start: int) -> tuple[pd.DataFrame, dict[str, int], Any]:
         what = f"{data} (rows {start + 1}-{start + len(frame)})"
-        part, counts = model.score_rows(frame, explain=explain, what=what)
+        part, counts = model.score_rows(frame, explain=explain, what=what, with_input=with_input)
         return part, counts, finish(part)
 
     threads = torch.get_num_threads()
@@ -392,8 +405,9 @@ def _conform(table: Any, schema: Any, data: str | Path, start: int) -> Any:
 
 
 def _merge_top(top: pd.DataFrame, part: pd.DataFrame) -> pd.DataFrame:
+    """The run's rows so far with the strongest evidence (:func:`nrad.table.strongest_first`)."""
     both = part if top.empty else pd.concat([top, part])
-    return both.nlargest(TOP_ROWS, "anomaly_score", keep="first")
+    return both.iloc[strongest_first(both)[:TOP_ROWS]]
 
 
 def _spill_batches(spill: Path, columns: list[str] | None = None) -> Iterator[pd.DataFrame]:
@@ -418,6 +432,7 @@ def _top_share_flagger(
         return lambda part: np.zeros(len(part), dtype=bool)
     kth = kth_largest(scores, k)
     ties_left = [k - sum(int((s > kth).sum()) for s in scores())]
+    first_ties = ties_left[0]
 
     def flag(part: pd.DataFrame) -> np.ndarray:
         s = part["anomaly_score"].to_numpy()
@@ -427,6 +442,7 @@ def _top_share_flagger(
         ties_left[0] -= tie_rows.size
         return flags
 
+    flag.kth, flag.ties = kth, first_ties  # type: ignore[attr-defined]
     return flag
 
 

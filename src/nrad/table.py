@@ -42,7 +42,7 @@ import pandas as pd
 
 from nrad.calibration import ROW_TRIM, TailModel, benjamini_hochberg, check_level, combine, top_fraction
 from nrad.categories import CategoryModel
-from nrad.cells import CELL_TRIM, CELL_WEIGHT, NumericCellTests, category_p_values
+from nrad.cells import CATEGORY_SHARE, CELL_TRIM, CELL_WEIGHT, NumericCellTests, category_p_values
 from nrad.detector import NRDE, fit_together
 from nrad.errors import NradError
 from nrad.fusion import Fusion
@@ -151,8 +151,9 @@ class TableModel:
     #: fold, which did not see them).  Only for the table just fitted; not saved.
     folds: np.ndarray | None = field(default=None, repr=False)
     #: The tails that p-values of the training rows themselves are read from (in-sample scoring):
-    #: (row score, robust distance, cells), fitted without their top scores, which may be the
-    #: anomalies scored.  Only for the table just fitted; not saved.
+    #: (row score, robust distance, cells), fitted without the scores above a gap (bad rows among
+    #: them must not calibrate themselves away; nrad.calibration.gap_trim).  Only for the table
+    #: just fitted; not saved.
     own_tails: tuple[TailModel, TailModel | None, NumericCellTests | None] | None = field(
         default=None, repr=False
     )
@@ -255,29 +256,46 @@ class TableModel:
         if self.tail is None:
             return np.full(len(scores), np.nan), np.full(len(scores), -1)
         own = prep.own_codes if folds is not None else None
-        in_sample = folds is not None and self.own_tails is not None
-        tail, distance_tail, cell_tests = (
-            self.own_tails if in_sample else (self.tail, self.distance_tail, self.cell_tests)
-        )  # fmt: skip
-        rows = [tail.p_values(scores)]
-        if distance_tail is not None:
-            # The robust distance on its own too: a cluster of bad rows that the other members
-            # learn as normal stands apart here, and its gap survives (nrad.calibration.gap_trim).
-            distance = distance_statistic(self.gaussian_distance(z, folds), z.shape[1])
-            rows.append(distance_tail.p_values(distance))
-        parts = [np.column_stack(rows)]
-        if cell_tests is not None:
-            parts.append(cell_tests.p_values(self.cell_residuals(prep, z, folds)))
+        distance = (
+            distance_statistic(self.gaussian_distance(z, folds), z.shape[1])
+            if self.distance_tail is not None
+            else None
+        )
+        residuals = self.cell_residuals(prep, z, folds) if self.cell_tests is not None else None
+        tails = (self.tail, self.distance_tail, self.cell_tests)
+        if folds is not None and self.own_tails is not None:
+            tails = self.own_tails
+        p = self._channel_p_values(tails, scores, distance, residuals)
+        n_rows = 1 + int(self.distance_tail is not None)
         tested = self.tested_codes()
-        if tested.any():
-            parts.append(category_p_values(self.categories, prep.codes, own)[:, tested])
-        p = np.hstack(parts)
-        n_rows, cells = len(rows), p.shape[1] - len(rows)
-        row_weight = 1.0 - CELL_WEIGHT if cells else 1.0
-        weights = np.r_[np.full(n_rows, row_weight / n_rows), np.full(cells, CELL_WEIGHT / max(cells, 1))]
-        combined, which = combine(p, weights)
+        numeric = p.shape[1] - n_rows
+        categorical = int(tested.sum())
+        p = (
+            np.hstack([p, category_p_values(self.categories, prep.codes, own)[:, tested]])
+            if categorical
+            else p
+        )
+        combined, which = combine(p, test_weights(n_rows, numeric, categorical))
         columns = np.r_[np.full(n_rows, -1), self.cell_columns()]
         return combined, columns[which]
+
+    @staticmethod
+    def _channel_p_values(
+        tails: tuple[TailModel, TailModel | None, NumericCellTests | None],
+        scores: np.ndarray,
+        distance: np.ndarray | None,
+        residuals: np.ndarray | None,
+    ) -> np.ndarray:
+        """(n, channels) p-values of the row score, the robust distance and the numeric cells."""
+        tail, distance_tail, cell_tests = tails
+        out = [tail.p_values(scores)[:, None]]
+        if distance_tail is not None and distance is not None:
+            # The robust distance on its own too: a cluster of bad rows that the other members
+            # learn as normal stands apart here, and its gap survives (nrad.calibration.gap_trim).
+            out.append(distance_tail.p_values(distance)[:, None])
+        if cell_tests is not None and residuals is not None:
+            out.append(cell_tests.p_values(residuals))
+        return np.hstack(out)
 
     def tested_codes(self) -> np.ndarray:
         """Which code features get a cell test: those that took more than one code in training (a
@@ -375,13 +393,19 @@ class TableModel:
         return self.per_fold(self.gaussians, lambda g, rows: g.fill(rows), z, folds)
 
     def score_rows(
-        self, df: pd.DataFrame, explain: bool = False, what: str = "data", in_sample: bool = False
+        self,
+        df: pd.DataFrame,
+        explain: bool = False,
+        what: str = "data",
+        in_sample: bool = False,
+        with_input: bool = False,
     ) -> tuple[pd.DataFrame, dict[str, int]]:
         """Per-row results that need no other row: id, anomaly_score, p_value (and, asked, explanations).
 
         Flagging needs all rows (BH, top share); :meth:`score` adds it, and
         :mod:`nrad.stream` adds it after a streamed pass.  ``in_sample``: ``df``
         is the table the model was fitted on (see :meth:`score_prepared`).
+        ``with_input``: the input's columns first, then the results (see :func:`beside_input`).
         """
         df = as_pandas(df)
         prep = self.prepare(df, what)
@@ -394,7 +418,13 @@ class TableModel:
         out["p_value"] = self.row_evidence(prep, scores, z, folds)[0]
         if explain:
             out["top_features"], out["reason"] = self.describe(df, prep=prep, in_sample=in_sample)
-        return out.reset_index(drop=True), prep.counts
+        if with_input:
+            out = beside_input(df, out, self.id_column)
+        counts = dict(prep.counts)
+        if in_sample and "unseen_levels" in counts:
+            # The training table's own levels are all seen: those read as "other" were seen once.
+            counts["levels seen only once"] = counts.pop("unseen_levels")
+        return out.reset_index(drop=True), counts
 
     def score(
         self,
@@ -404,8 +434,11 @@ class TableModel:
         explain: str = "flagged",
         what: str = "data",
         in_sample: bool = False,
+        with_input: bool = False,
     ) -> tuple[pd.DataFrame, dict[str, int]]:
         """Score every row and flag (BH at ``fdr``, default 0.05, or the top ``contamination`` share).
+
+        The result has ``df``'s index (``df.join(scored)`` puts them side by side).
 
         ``explain``: ``"flagged"`` (default) explains the flagged rows and the
         ``EXPLAIN_TOP`` highest scores (others get empty strings), ``"all"``
@@ -414,7 +447,9 @@ class TableModel:
         """
         check_explain(explain)
         df = as_pandas(df)
-        out, counts = self.score_rows(df, explain=explain == "all", what=what, in_sample=in_sample)
+        out, counts = self.score_rows(
+            df, explain=explain == "all", what=what, in_sample=in_sample, with_input=with_input
+        )
         flagged = self.flags(out, fdr, contamination)
         out.insert(out.columns.get_loc("p_value") + 1, "flagged", flagged)
         if explain == "flagged":
@@ -422,7 +457,8 @@ class TableModel:
             top, reason = self.describe(df, what=what, in_sample=in_sample, rows=rows)
             out["top_features"], out["reason"] = "", ""
             out.loc[rows, "top_features"], out.loc[rows, "reason"] = top, reason
-        return out, counts
+        # The input's own index, so that df.join(scored) lines the rows up.
+        return out.set_axis(df.index), counts
 
     def flags(self, scored: pd.DataFrame, fdr: float | None, contamination: float | None) -> np.ndarray:
         """The flag rule, once for every way of scoring: see :func:`flag_rule`."""
@@ -467,7 +503,7 @@ class TableModel:
         rows: np.ndarray | None = None,
         k: int = TOP_FEATURES,
     ) -> tuple[list[str], list[str]]:
-        """``top_features`` (``"col:+1.2; col2:+0.4"``, nats) and ``reason`` (the first column in words).
+        """``top_features`` (``"amount (81%); merchant (19%)"``) and ``reason`` (the first column in words).
 
         ``rows``: only these positions of ``df`` (default all); ``in_sample``:
         ``df`` is the table the model was just fitted on.
@@ -486,10 +522,7 @@ class TableModel:
         names = np.asarray(self.schema.names)
         order, gains = ranked(self, prep, result, folds, k)
         order, gains = self._cause_first(prep, folds, result, order, gains)
-        top = [
-            "; ".join(f"{names[j]}:{g:+.2f}" for j, g in zip(row, row_gains, strict=True) if g > 0.005)
-            for row, row_gains in zip(order, gains, strict=True)
-        ]
+        top = [feature_shares(names[row], row_gains) for row, row_gains in zip(order, gains, strict=True)]
         return top, reasons(self, df, prep, result, order[:, 0])
 
     def _cause_first(
@@ -555,10 +588,61 @@ def check_explain(explain: str) -> str:
 
 
 def rows_to_explain(scored: pd.DataFrame, top: int = EXPLAIN_TOP) -> np.ndarray:
-    """Positions of the flagged rows and of the ``top`` highest scores, in order."""
+    """Positions of the flagged rows and of the ``top`` first rows by :func:`strongest_first`, in order."""
     chosen = scored["flagged"].to_numpy(dtype=bool).copy()
-    chosen[np.argsort(-scored["anomaly_score"].to_numpy(), kind="stable")[:top]] = True
+    chosen[strongest_first(scored)[:top]] = True
     return np.flatnonzero(chosen)
+
+
+def strongest_first(scored: pd.DataFrame) -> np.ndarray:
+    """Row positions by evidence: smallest p-value first (what the flags follow), then highest score.
+
+    A row with one impossible cell can have a typical score and a tiny p-value: it comes first.
+    """
+    score = scored["anomaly_score"].to_numpy(dtype=np.float64)
+    p = scored["p_value"].to_numpy(dtype=np.float64) if "p_value" in scored else np.zeros(len(score))
+    return np.lexsort((-score, np.nan_to_num(p, nan=1.0)))
+
+
+#: A column is listed in ``top_features`` only with at least this share of what the listed ones
+#: give back (the first column always is).
+MIN_SHARE = 0.05
+
+
+def feature_shares(names: Any, gains: np.ndarray) -> str:
+    """``"weight (70%); height (21%); repwt (9%)"``: each named column's share of what repairing the
+    named columns gives back (the first always named; others from ``MIN_SHARE``)."""
+    gains = np.maximum(np.asarray(gains, dtype=np.float64), 0.0)
+    total = gains.sum()
+    if not total > 0:
+        return ""
+    parts = []
+    for k, (name, gain) in enumerate(zip(names, gains, strict=True)):
+        share = gain / total
+        if k == 0 or share >= MIN_SHARE:
+            parts.append(f"{name} ({share:.0%})")
+    return "; ".join(parts)
+
+
+def first_feature(top_features: str) -> str:
+    """The column ``top_features`` names first ("" for none)."""
+    first = str(top_features).split("; ")[0]
+    return first.rsplit(" (", 1)[0] if first else ""
+
+
+#: The columns a scored table gets (after the id column), in order.
+RESULT_COLUMNS = ("anomaly_score", "p_value", "flagged", "top_features", "reason")
+
+
+def beside_input(df: pd.DataFrame, results: pd.DataFrame, id_column: str | None) -> pd.DataFrame:
+    """The input's columns, then the result columns (the id column once, as the input has it).
+
+    An input column already named like a result column is renamed ``<name> (input)``, so that
+    the results' names always mean the results.
+    """
+    results = results.drop(columns=[id_column] if id_column in results.columns else [])
+    clash = {c: f"{c} (input)" for c in results.columns if c in df.columns}
+    return pd.concat([df.rename(columns=clash), results.set_axis(df.index)], axis=1)
 
 
 def with_row_numbers(rows: pd.DataFrame) -> pd.DataFrame:
@@ -676,10 +760,6 @@ def fit_table(
         residuals = model.cell_residuals(prep, z, model.folds, y=spread)
         distances = distance_statistic(model.gaussian_distance(z, model.folds), z.shape[1])
         model.cell_tests, model.distance_tail = NumericCellTests.fit(residuals), TailModel.fit(distances)
-        own_distance, own_cells = (
-            TailModel.fit(distances, ROW_TRIM),
-            NumericCellTests.fit(residuals, CELL_TRIM),
-        )
     if detector == "fused" and enc.numeric.shape[1]:
         say(f"fitting neighbour and isolation scores ({n_folds} folds)")
         model.fusion = Fusion.fit(z, model.folds, inside, random_state)
@@ -690,8 +770,8 @@ def fit_table(
     numeric = enc.numeric.shape[1] > 0
     model.own_tails = (
         TailModel.fit(scores, ROW_TRIM),
-        own_distance if numeric else None,
-        own_cells if numeric else None,
+        TailModel.fit(distances, ROW_TRIM) if numeric else None,
+        NumericCellTests.fit(residuals, CELL_TRIM) if numeric else None,
     )
     info.update(n_train_rows=len(features), preprocess_counts={**schema.counts, **enc.counts})
     return model
@@ -766,6 +846,20 @@ def _fit_gaussians(
     # Each fold's refit reads the rows outside it, filled by their own folds' models.
     return [
         RobustGaussian.fit(filled[r], np.random.default_rng(seed + k), seen[r]) for k, r in enumerate(rows)
+    ]
+
+
+def test_weights(n_rows: int, numeric: int, categorical: int) -> np.ndarray:
+    """Weights of a row's tests (they sum to 1): its row-level tests, then numeric, then categorical
+    cells (see ``CELL_WEIGHT`` and ``CATEGORY_SHARE``)."""
+    cells = numeric + categorical
+    row = 1.0 - CELL_WEIGHT if cells else 1.0
+    to_categories = CELL_WEIGHT * (CATEGORY_SHARE if numeric else 1.0) if categorical else 0.0
+    to_numbers = CELL_WEIGHT - to_categories if numeric else 0.0
+    return np.r_[
+        np.full(n_rows, row / n_rows),
+        np.full(numeric, to_numbers / max(numeric, 1)),
+        np.full(categorical, to_categories / max(categorical, 1)),
     ]
 
 

@@ -89,6 +89,7 @@ def fit_model(
     model_path: str | Path | None = None,
     progress: Progress = _quiet,
     detector: str = "fused",
+    keep: Sequence[str] = (),
 ) -> TableModel:
     """Fit a table model on TRAIN, or on a uniform sample of ``sample_rows`` rows if it is larger.
 
@@ -102,7 +103,7 @@ def fit_model(
     sample = sample_table(train, sample_rows, random_state)
     model = fit_table(sample.frame, id_column, ignore, random_state=random_state, verbose=verbose,
                       what=str(train), progress=progress, max_epochs=max_epochs,
-                      detector=detector)  # fmt: skip
+                      detector=detector, keep=keep)  # fmt: skip
     model.info["sample"] = sample.info
     if model_path is not None:
         from nrad.model_file import save_model
@@ -119,7 +120,9 @@ def notes_for(model: TableModel) -> list[str]:
                      "feature (give --id-column to choose another)")  # fmt: skip
     others = [c for c in model.info.get("identifiers", []) if c != model.id_column]
     if others:
-        notes.append(f"left out as identifiers (a different value in every row): {', '.join(others)}")
+        notes.append(f"left out as identifiers (a different value in every row): {', '.join(others)}; "
+                     "give --feature NAME to keep one as a feature")  # fmt: skip
+    notes += [c.note for c in model.schema.columns if c.note]
     return notes
 
 
@@ -137,8 +140,11 @@ def score_data(
     notes: Sequence[str] = (),
     batch_rows: int = BATCH_ROWS,
     progress: Progress = _quiet,
+    with_input: bool = True,
 ) -> Outcome:
     """Score DATA with ``model``; write scores and the report if asked.
+
+    ``with_input``: the scores file holds the input's columns, then the results.
 
     A file written only to ``out`` (no report, no labels) is streamed in
     batches of ``batch_rows``: any size in constant memory, the same rows
@@ -154,7 +160,7 @@ def score_data(
         and not isinstance(data, pd.DataFrame)
     ):
         progress(f"scoring {data} in batches of at most {batch_rows:,} rows")
-        result = score_file(model, data, out, fdr, contamination, explain, batch_rows)
+        result = score_file(model, data, out, fdr, contamination, explain, batch_rows, with_input)
         return Outcome(result.top, result.counts, rule.describe(), [Path(out)], None,
                        [*notes, *notes_for(model)], result.n_rows, result.n_flagged,
                        units=model.score_units)  # fmt: skip
@@ -165,13 +171,20 @@ def score_data(
             raise NradError(f"{data} has no label column {label_column!r}")
         labels = pd.to_numeric(df[label_column], errors="coerce").fillna(0).to_numpy().astype(int)
         df = df.drop(columns=[label_column])
+    from nrad.preprocess import extra_columns
+
+    unread = [c for c in extra_columns(model.schema, df) if c not in (model.id_column, *model.ignore)]
+    if unread:
+        notes = [*notes, f"columns the model was not trained on, left out: {', '.join(unread)}"]
     progress(f"scoring {len(df)} rows")
     scored, counts = model.score(df, fdr=fdr, contamination=contamination, explain=explain, what=str(data),
                                  in_sample=in_sample)  # fmt: skip
     notes = [*notes, *notes_for(model)]
     written = []
     if out is not None:
-        written.append(write_table(scored, out))
+        from nrad.table import beside_input
+
+        written.append(write_table(beside_input(df, scored, model.id_column) if with_input else scored, out))
     if report is not None:
         from nrad.report import build_report_data, write_report
 
@@ -202,6 +215,7 @@ def score_model_file(
     processes: bool = False,
     batch_rows: int = BATCH_ROWS,
     progress: Progress = _quiet,
+    with_input: bool = True,
 ) -> Outcome:
     """``nrad score``: load the model, then score in memory, streamed, or on Dask (``engine="dask"``)."""
     check_paths({"data": data, "--model": model_path}, {"--out": out, "--report": report})
@@ -217,7 +231,7 @@ def score_model_file(
         return score_to_parquet(model, data, out, fdr, contamination, explain, scheduler, workers, processes)
     return score_data(model, data, out=out, report=report, fdr=fdr, contamination=contamination,
                       label_column=label_column, explain=explain,
-                      batch_rows=batch_rows, progress=progress)  # fmt: skip
+                      batch_rows=batch_rows, progress=progress, with_input=with_input)  # fmt: skip
 
 
 def detect(
@@ -238,6 +252,8 @@ def detect(
     explain: str = "flagged",
     progress: Progress = _quiet,
     detector: str = "fused",
+    with_input: bool = True,
+    keep: Sequence[str] = (),
 ) -> Outcome:
     """Fit on TRAIN (or on DATA itself) and score DATA.
 
@@ -256,17 +272,18 @@ def detect(
     if train is None:
         train_df = data_df
         notes = ["Fitted on the scored rows themselves: each row is scored by the part of the model "
-                 "that did not see it, and p-values are calibrated on the rows not flagged."]  # fmt: skip
+                 "that did not see it, and its p-value is read off tails fitted without the table's "
+                 "top scores."]  # fmt: skip
     else:
         progress(f"reading {train}")
         train_df = read_table(train)
         notes = []
     model = fit_table(train_df.drop(columns=[c for c in drop if c in train_df.columns]), id_column, ignore,
                       random_state=random_state, verbose=verbose, what=str(train or data), progress=progress,
-                      max_epochs=max_epochs, detector=detector)  # fmt: skip
+                      max_epochs=max_epochs, detector=detector, keep=keep)  # fmt: skip
     outcome = score_data(model, data_df, out=out, report=report, fdr=fdr, contamination=contamination,
-                         label_column=label_column, explain=explain,
-                         in_sample=train is None, notes=notes, progress=progress)  # fmt: skip
+                         label_column=label_column, explain=explain, in_sample=train is None,
+                         notes=notes, progress=progress, with_input=with_input)  # fmt: skip
     if save_model_to is not None:
         from nrad.model_file import save_model
 

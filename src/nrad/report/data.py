@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from nrad.table import TableModel, with_row_numbers
+from nrad.table import TableModel, strongest_first, with_row_numbers
 
 #: Flagged rows listed in the report (the highest scores first).
 MAX_TABLE_ROWS = 200
@@ -42,7 +42,8 @@ def build_report_data(
     labels: np.ndarray | None = None,
     notes: list[str] | None = None,
 ) -> ReportData:
-    flagged = scored[scored["flagged"]].sort_values("anomaly_score", ascending=False)
+    flagged = scored[scored["flagged"]]
+    flagged = flagged.iloc[strongest_first(flagged)]
     threshold = float(flagged["anomaly_score"].min()) if len(flagged) else None
     columns = model.columns_summary()
     return ReportData(

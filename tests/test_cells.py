@@ -1,0 +1,52 @@
+"""Cell tests (nrad.cells) and what the table model makes of them: one bad cell flags its row."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from nrad.categories import CategoryModel
+from nrad.cells import NumericCellTests, category_p_values
+from nrad.table import first_feature, fit_table
+
+
+def test_numeric_cell_p_values_are_uniform_on_new_normal_residuals() -> None:
+    rng = np.random.default_rng(0)
+    tests = NumericCellTests.fit(rng.normal(size=(5000, 2)))
+    p = tests.p_values(rng.normal(size=(20000, 2)))
+    for t in (0.01, 0.05, 0.2):
+        assert abs(np.mean(p <= t) - t) < 0.3 * t + 0.002
+    assert tests.p_values(np.array([[20.0, -30.0]])).max() < 1e-12  # far values stay far
+
+
+def test_category_p_values_are_the_mass_of_levels_no_more_probable() -> None:
+    rng = np.random.default_rng(1)
+    codes = rng.choice(5, size=(2000, 1), p=[0.5, 0.3, 0.15, 0.05, 0.0])
+    model = CategoryModel.fit(codes, [5])
+    p = category_p_values(model, np.array([[0], [3], [4]]))[:, 0]
+    probs = np.exp(model.log_terms(np.arange(5)[:, None])[:, 0])
+    assert p[0] == pytest.approx(1.0)
+    assert p[1] == pytest.approx(probs[[3, 4]].sum(), rel=1e-6)
+    assert p[2] == pytest.approx(probs[4], rel=1e-6) and p[2] < 1e-3  # never seen: Good-Turing's chance
+
+
+def _wide(n: int, rng: np.random.Generator) -> pd.DataFrame:
+    base = rng.normal(size=n)
+    cols = {f"m{j}": base * (j % 3) + rng.normal(size=n) for j in range(40)}
+    cols["year"] = np.round(1990 + 8 * base + rng.normal(0, 2, n))
+    cols["pool"] = np.where(rng.random(n) < 0.995, 0.0, rng.uniform(150, 800, n).round())
+    cols["kind"] = rng.choice(["a", "b", "c"], n)
+    return pd.DataFrame(cols)
+
+
+@pytest.mark.slow
+def test_one_impossible_cell_in_a_wide_row_is_flagged_and_named_first() -> None:
+    rng = np.random.default_rng(2)
+    df = _wide(2500, rng)
+    bad = [10, 500, 1500]
+    df.loc[bad, "year"] += 200
+    model = fit_table(df, random_state=0)
+    scored, _ = model.score(df, fdr=0.1, in_sample=True)
+    assert scored.loc[bad, "flagged"].all()
+    assert [first_feature(t) for t in scored.loc[bad, "top_features"]] == ["year"] * 3
+    rare = np.flatnonzero(df["pool"].to_numpy() > 0)  # a rare but legitimate value: not flagged
+    assert len(rare) and not scored.loc[rare, "flagged"].any()

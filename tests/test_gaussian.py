@@ -1,0 +1,72 @@
+"""The robust Gaussian (nrad.gaussian): a cluster of bad rows stays outside, cells are judged given the rest."""
+
+import numpy as np
+import pytest
+
+from nrad.gaussian import RobustGaussian
+
+
+def _correlated(n: int, rng: np.random.Generator) -> np.ndarray:
+    base = rng.normal(size=(n, 1))
+    return np.hstack([base + 0.3 * rng.normal(size=(n, 1)), base + 0.3 * rng.normal(size=(n, 1)), rng.normal(size=(n, 2))])
+
+
+def test_a_fifth_of_the_rows_in_one_cluster_stays_outside_the_fit() -> None:
+    rng = np.random.default_rng(0)
+    normal = _correlated(400, rng)
+    cluster = rng.normal(0, 0.1, size=(100, 4)) + np.array([4.0, -4.0, 0.0, 0.0])  # breaks the relation
+    z = np.vstack([normal, cluster])
+    d = RobustGaussian.fit(z).distance(z)
+    assert d[400:].min() > np.quantile(d[:400], 0.99)
+    classical = 0.5 * np.einsum("ij,jk,ik->i", z - z.mean(0), np.linalg.inv(np.cov(z.T)), z - z.mean(0))
+    assert classical[400:].min() < np.quantile(classical[:400], 0.99)  # the plain estimate is masked
+
+
+def test_cell_residuals_match_the_gaussian_conditional() -> None:
+    rng = np.random.default_rng(1)
+    z = _correlated(5000, rng)
+    g = RobustGaussian.fit(z)
+    cov = np.linalg.inv(g.precision)
+    row = np.array([[1.0, -1.0, 0.5, 0.2]])
+    t = g.cell_residuals(row, row)[0]
+    for j in range(4):
+        o = [k for k in range(4) if k != j]
+        mean = g.location[j] + cov[j, o] @ np.linalg.solve(cov[np.ix_(o, o)], row[0, o] - g.location[o])
+        sd = np.sqrt(cov[j, j] - cov[j, o] @ np.linalg.solve(cov[np.ix_(o, o)], cov[o, j]))
+        assert t[j] == pytest.approx((row[0, j] - mean) / sd, rel=1e-6)
+
+
+def test_a_far_value_stays_far_and_does_not_push_its_neighbours_off() -> None:
+    rng = np.random.default_rng(2)
+    z = _correlated(3000, rng)
+    g = RobustGaussian.fit(z)
+    row = np.array([[100.0, 0.0, 0.0, 0.0]])
+    clipped = np.clip(row, -8, 8)  # what the flows read; the cell itself is judged unclipped
+    t = g.cell_residuals(clipped, row)[0]
+    assert t[0] > 100  # 100 sd out: its residual is not capped by any clip
+    assert abs(t[1]) < 25 and abs(t[3]) < 1  # the predictors enter clipped to 4 sd
+
+
+def test_fill_is_the_conditional_mean_and_a_two_valued_column_keeps_a_finite_precision() -> None:
+    rng = np.random.default_rng(3)
+    z = _correlated(3000, rng)
+    g = RobustGaussian.fit(z)
+    row = np.array([[1.5, np.nan, 0.0, 0.0]])
+    filled = g.fill(row)[0]
+    cov = np.linalg.inv(g.precision)
+    o = [0, 2, 3]
+    want = g.location[1] + cov[1, o] @ np.linalg.solve(cov[np.ix_(o, o)], row[0, o] - g.location[o])
+    assert filled[1] == pytest.approx(want, rel=1e-6)
+    kitchens = np.where(rng.random(3000) < 0.96, 0.0, 1.0)  # constant in any 75% subset
+    g2 = RobustGaussian.fit(np.column_stack([z, kitchens]))
+    assert np.diag(g2.precision)[-1] < 1e5
+
+
+def test_state_round_trip_and_refusal() -> None:
+    z = _correlated(500, np.random.default_rng(4))
+    g = RobustGaussian.fit(z)
+    meta, arrays = g.to_state("g.")
+    back = RobustGaussian.from_state(meta, arrays, "g.", 4)
+    np.testing.assert_array_equal(back.distance(z), g.distance(z))
+    with pytest.raises(ValueError, match="4 features"):
+        RobustGaussian.from_state(meta, {**arrays, "g.precision": np.eye(3)}, "g.", 4)
