@@ -75,8 +75,8 @@ def _set(col: str, rows: list[int], values: list[object]) -> Callable[[pd.DataFr
 # (case id, file maker, None if handled else a regex of the refusal message)
 CASES: list[tuple[str, Callable[[Path], Path], str | None]] = [
     ("empty file", _csv(""), "is empty"),
-    ("header only", _csv("a,b\n"), "no rows"),
-    ("one row", _csv("a,b\n1,2\n"), "needs at least 13 rows"),
+    ("header only", _csv("a,b\n"), "has 0 rows"),
+    ("one row", _csv("a,b\n1,2\n"), "needs at least 10 rows"),
     ("one column", _frame(_normal(60, 1)), None),
     ("all-NaN column", _frame(_with(_normal(), nan=lambda df: df.insert(0, "empty", np.nan))), None),
     ("NaN and +-inf", _frame(_with(_normal(), x=_set("c0", [1, 2, 3], [np.nan, np.inf, -np.inf]))), None),
@@ -86,8 +86,8 @@ CASES: list[tuple[str, Callable[[Path], Path], str | None]] = [
     ("duplicate rows", _frame(lambda rng: pd.DataFrame(np.tile(rng.normal(size=(5, 3)), (12, 1)))), None),
     ("1e300 and tiny variance", _frame(_with(_normal(), x=_set("c0", [0], [1e300]),
                                              t=lambda df: df.insert(0, "tiny", 1 + 1e-300 * np.arange(60)))), None),
-    ("fewer rows than its width needs", _frame(_normal(60, 40)), "needs at least 113 rows"),
-    ("60 rows x 10,000 columns", _frame(_normal(60, 10_000)), "needs at least 40020 rows"),
+    ("60 rows x 40 columns", _frame(_normal(60, 40)), None),
+    ("60 rows x 10,000 columns", _frame(_normal(60, 10_000)), "needs at least 10000 rows"),
     ("an id column, not named", _frame(_with(_normal(), i=lambda df: df.insert(0, "key", [f"k{i}" for i in range(60)]))),
      None),
     ("non-UTF-8 bytes", _csv(b"a,b\n" + b"1,2\n" * 5 + b"\xff\xfe,3\n"), "not UTF-8"),
@@ -183,7 +183,9 @@ def test_levels_out_of_range(flag: str, value: str, tmp_path: Path, capsys: pyte
     assert code == 2 and "between 0 and 1" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize(("n_numeric", "rows", "width"), [(0, 500, 0), (4, 39, 0), (4, 60, 4), (200, 300, 128), (200, 150, 70)])
+@pytest.mark.parametrize(
+    ("n_numeric", "rows", "width"), [(0, 500, 0), (4, 39, 0), (4, 60, 4), (200, 300, 128), (200, 150, 70)]
+)
 def test_flow_width_follows_the_rows_each_flow_gets(n_numeric: int, rows: int, width: int) -> None:
     from nrad.table import flow_width
 
@@ -195,5 +197,3 @@ def test_too_few_rows_are_refused_naming_the_rows_needed() -> None:
 
     with pytest.raises(NradError, match=f"at least {MIN_TABLE_ROWS} rows"):
         fit_table(pd.DataFrame({"a": np.arange(5.0), "b": np.arange(5.0) ** 2}))
-
-

@@ -53,7 +53,10 @@ def test_a_few_wild_calibration_scores_do_not_calibrate_the_tail_away() -> None:
     calib = rng.gamma(4.0, 1.0, size=3000)
     wild = np.r_[calib, np.full(15, 80.0)]  # 0.5% anomalies among the calibration rows
     probe = np.array([calib.max() + 8.0])
-    clean_p, wild_p = TailModel.fit(calib).p_values(probe)[0], TailModel.fit(wild, ROW_TRIM).p_values(probe)[0]
+    clean_p, wild_p = (
+        TailModel.fit(calib).p_values(probe)[0],
+        TailModel.fit(wild, ROW_TRIM).p_values(probe)[0],
+    )
     assert wild_p < 10 * clean_p  # trimmed above their gap: they weigh nothing
     assert TailModel.fit(wild).p_values(probe)[0] < 0.01  # fitted (rows believed normal): heavier, not lost
 

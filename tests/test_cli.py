@@ -86,3 +86,34 @@ def test_a_failed_fetch_leaves_no_empty_folder(tmp_path: Path, local_server: str
     res = run("datasets", "fetch", "--to", str(to), "--base-url", local_server, "--names", "1_ALOI")
     assert res.returncode == 2 and "could not download" in res.stderr
     assert not to.exists()
+
+
+def _installed() -> list[str]:
+    """The console script pip installed beside this Python (what a user types), or the module."""
+    script = Path(sys.executable).with_name("nrad")
+    return [str(script)] if script.exists() else NRAD
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["detct"], "No such command 'detct'"),
+        (["detect"], "Missing argument"),
+        (["detect", "x.csv", "--id", "t"], "No such option: --id"),
+        (["detect", "x.csv", "--fdr", "abc"], "Invalid value for '--fdr'"),
+        (["score", "x.csv"], "Missing option '--model'"),
+    ],
+)
+def test_usage_mistakes_are_one_line_and_exit_2(args: list[str], says: str, tmp_path: Path) -> None:
+    res = subprocess.run([*_installed(), *args], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert res.returncode == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0] and "--help" in lines[0], res.stderr
+    assert "Traceback" not in res.stderr + res.stdout
+
+
+def test_version() -> None:
+    from nrad import __version__
+
+    res = subprocess.run([*_installed(), "--version"], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and res.stdout.strip() == f"nrad {__version__}"

@@ -74,11 +74,9 @@ def test_check_estimator_fails_only_where_the_table_model_differs_by_design() ->
 
     results = check_estimator(TableDetector(max_epochs=2), on_fail=None)
     failed = sorted({r["check_name"] for r in results if r["status"] == "failed"})
-    # Tables narrower than 10 + 2 per numeric column rows per cross-fitted flow are refused (the
-    # error names the rows needed); BH flags nothing on the checks' small clean tables, where
-    # scikit-learn expects a contamination share of -1 labels.
-    too_few_rows = ["check_classifier_data_not_an_array", "check_estimators_dtypes", "check_fit2d_1feature",
-                    "check_fit2d_1sample", "check_n_features_in_after_fitting"]  # fmt: skip
+    # Tables of fewer than 10 rows are refused (the error names the rows needed); BH flags nothing
+    # on the checks' small clean tables, where scikit-learn expects a contamination share of -1 labels.
+    too_few_rows = ["check_classifier_data_not_an_array", "check_fit2d_1sample", "check_n_features_in_after_fitting"]
     no_evidence_no_flag = ["check_outliers_fit_predict", "check_outliers_train"]
     assert failed == sorted(too_few_rows + no_evidence_no_flag)
     assert len(results) > 40

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from nrad import NRDE
-from nrad.table import TableModel, fit_table
+from nrad.table import TableModel, first_feature, fit_table
 
 
 def test_planted_features_rank_first() -> None:
@@ -79,7 +79,7 @@ def test_the_column_that_makes_a_row_unusual_is_named_first(model: TableModel) -
     rows.loc[3, "shop"] = "zzz"  # a shop never seen
     rows.loc[3, "amount"] = 400.0
     top, reason = model.describe(rows)
-    first = [t.split(":")[0] for t in top]
+    first = [first_feature(t) for t in top]
     assert first[0] == "age" and first[1] == "amount" and first[2] in ("age", "balance"), top
     assert first[3] in ("shop", "amount"), top
     gains = model.explain(rows)
@@ -87,7 +87,7 @@ def test_the_column_that_makes_a_row_unusual_is_named_first(model: TableModel) -
     assert (gains.drop(columns="id") >= 0).all().all()
     assert "160" in reason[0] and "typical" in reason[0]
     # Age is a whole number: what is typical for it is said in whole numbers, not "34.46 to 53.15".
-    said = re.search(r"typical: (\S+)(?: to (\S+))?; this row fits (\S+)\)", reason[0])
+    said = re.search(r"typical: (\S+)(?: to (\S+))?; (\S+) would fit the rest of this row\)", reason[0])
     assert said is not None, reason[0]
     assert all(v is None or re.fullmatch(r"-?\d+", v) for v in said.groups()), reason[0]
 
@@ -102,12 +102,18 @@ def test_columns_named_after_the_first_are_read_with_it_repaired(model: TableMod
     rows.loc[2, "balance"] = np.exp(6 + 0.05 * (85 - 45))
     rows.loc[2, "age"] = 20
     top, _ = model.describe(rows)
-    named = [dict((c, float(g)) for c, g in (part.split(":") for part in t.split("; "))) for t in top]
+    # "age (92%); balance (8%)": each column's share of what the row gives back.
+    named = [dict(_share(part) for part in t.split("; ")) for t in top]
     assert list(named[0])[0] == "age" and all(
-        g < 2 for c, g in named[0].items() if c not in ("age", "balance")
+        g < 15 for c, g in named[0].items() if c not in ("age", "balance")
     )
-    assert list(named[1])[0] == "amount" and all(g < 2 for c, g in named[1].items() if c != "amount")
-    assert {"age", "balance"} <= {c for c, g in named[2].items() if g > 5}  # a broken relation: both
+    assert list(named[1])[0] == "amount" and all(g < 15 for c, g in named[1].items() if c != "amount")
+    assert {"age", "balance"} <= {c for c, g in named[2].items() if g > 20}  # a broken relation: both
+
+
+def _share(part: str) -> tuple[str, float]:
+    name, share = part.rsplit(" (", 1)
+    return name, float(share.rstrip("%)"))
 
 
 def test_contributions_are_score_drops_and_an_ordinary_row_has_small_ones(model: TableModel) -> None:
@@ -128,7 +134,7 @@ def test_a_missing_cell_is_explained_by_its_column(model: TableModel) -> None:
     rows["amount"] = rows["amount"].astype(float)
     rows.loc[0, "amount"] = np.nan  # amount is never missing in training
     top, reason = model.describe(rows)
-    assert top[0].split(":")[0] == "amount" and "missing" in reason[0]
+    assert first_feature(top[0]) == "amount" and "missing" in reason[0]
 
 
 def test_explaining_only_the_flagged_rows_gives_the_same_strings(model: TableModel) -> None:

@@ -8,7 +8,9 @@ from nrad.gaussian import RobustGaussian
 
 def _correlated(n: int, rng: np.random.Generator) -> np.ndarray:
     base = rng.normal(size=(n, 1))
-    return np.hstack([base + 0.3 * rng.normal(size=(n, 1)), base + 0.3 * rng.normal(size=(n, 1)), rng.normal(size=(n, 2))])
+    return np.hstack(
+        [base + 0.3 * rng.normal(size=(n, 1)), base + 0.3 * rng.normal(size=(n, 1)), rng.normal(size=(n, 2))]
+    )
 
 
 def test_a_fifth_of_the_rows_in_one_cluster_stays_outside_the_fit() -> None:

@@ -236,7 +236,7 @@ def test_score_command_streams_and_fit_command_samples(tmp_path: Path) -> None:
     assert fit.returncode == 0, fit.stderr
     assert "fitted on 600 rows (a uniform sample of 4000, seed 0)" in fit.stdout
     table(2500, 5, anomalies=30).to_csv(tmp_path / "new.csv", index=False)
-    res = subprocess.run([*NRAD, "score", "new.csv", "--model", "m.nrad", "--out", "s.csv", "--no-explain",
+    res = subprocess.run([*NRAD, "score", "new.csv", "--model", "m.nrad", "--out", "s.csv", "--no-explain", "--results-only",
                           "--batch-rows", "400"], cwd=tmp_path, capture_output=True, text=True)  # fmt: skip
     assert res.returncode == 0, res.stderr
     got = pd.read_csv(tmp_path / "s.csv")

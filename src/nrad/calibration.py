@@ -57,9 +57,6 @@ MAX_TAIL = 2000
 #: (a cluster of bad rows); see gap_trim.  At least MIN_FITTED excesses stay.
 ROW_TRIM = (0.0, 0.25)
 MIN_FITTED = 10
-#: The tail that puts scores on an exponential scale for the gap test counts the top this share of
-#: the rows without measuring them (see _as_exponential).
-GAP_CENSOR = 0.01
 #: A gap in the top scores trims what lies above it when an exponential tail makes one so wide
 #: at most this rarely.
 GAP_LEVEL = 0.01
@@ -74,6 +71,8 @@ SHAPE_STEP = 0.025
 #: the top LIFT_SKIP of the rows excepted.
 LIFT_LEVEL = 0.05
 LIFT_SKIP = 0.01
+#: Chi-square(1) 95% quantile: the likelihood ratio a shape above 0 must reach where light is preferred.
+LIGHT_TAIL_TEST = 3.84
 #: The conformal body is kept at this many knots at most (exact counts at each).
 MAX_KNOTS = 2048
 
@@ -126,7 +125,8 @@ class TailModel:
             # The gap is looked for among twice as many top scores as may be trimmed (a quarter of
             # the rows: a cluster of up to a fifth), then the tail keeps its usual size below it.
             scan = int(min(n - 1, max(k, np.ceil(2 * trim[1] * n))))
-            gap = gap_trim(_as_exponential(calib, scan, max_shape), scan, trim[1])
+            most = min(int(trim[1] * n), scan // 2)
+            gap = gap_trim(_as_exponential(calib, scan, max_shape, most), scan, trim[1])
             k = int(min(gap + max(round(TAIL_SHARE * (n - gap)), min(MIN_TAIL, n - gap - 1)), n - 1))
         censored = 0 if trim is None else max(min(int(np.ceil(trim[0] * n)) - gap, k - gap - MIN_FITTED), 0)
         threshold = float(calib[n - k - 1])
@@ -227,20 +227,25 @@ def _knots(calib: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return knots, (n - np.searchsorted(calib, knots, side="left")).astype(np.float64)
 
 
-def _as_exponential(calib: np.ndarray, k: int, max_shape: float) -> np.ndarray:
+def _as_exponential(calib: np.ndarray, k: int, max_shape: float, most: int) -> np.ndarray:
     """Sorted scores with the top ``k + 1`` put on the scale where their tail is exponential,
     ``-log S(x - u)``: a heavy tail's wide top spacings are its nature, not a gap, and a gap test
     (:func:`gap_trim`) must not see them as one.  The tail is fitted to the top ``k`` with the top
-    ``GAP_CENSOR`` of the rows counted but not measured (right-censored): the anomalies the gap
-    test looks for must not make the tail heavy enough to hide themselves."""
+    ``most`` (as many as the gap test may trim) counted but not measured (right-censored), and
+    with shape 0 unless the likelihood ratio finds a heavier one: the anomalies the gap test looks
+    for must not make the tail heavy enough to hide them."""
     n = calib.size
     start = n - k - 1
     threshold = float(calib[start - 1]) if start > 0 else float(calib[0])
-    censored = min(int(np.ceil(GAP_CENSOR * n)), k // 2)
+    censored = min(most, k // 2)
     excess = np.maximum(calib[start:] - threshold, 0.0)
     level = float(excess[len(excess) - censored - 1]) if censored else None
     fitted = shape_posterior(
-        excess[: len(excess) - censored], censored=censored, level=level, max_shape=max_shape
+        excess[: len(excess) - censored],
+        censored=censored,
+        level=level,
+        max_shape=max_shape,
+        prefer_light=True,
     )
     if fitted is None:
         return calib
@@ -302,9 +307,12 @@ def shape_posterior(
     censored: int = 0,
     level: float | None = None,
     max_shape: float = MAX_SHAPE,
+    prefer_light: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """The maximum-likelihood shape in ``[0, max_shape]`` (steps of ``SHAPE_STEP``) and its scale, as
-    one-element arrays with weight 1.
+    one-element arrays with weight 1; ``prefer_light``: shape 0 unless a likelihood ratio test
+    rejects it (a few excesses say little about the shape, and a gap test must not let a heavy
+    shape fitted to them hide the gap).
 
     ``censored`` more excesses are known only to lie at or above ``level``;
     with a ``cut`` everything (fitted and censored) is conditioned on lying
@@ -340,6 +348,8 @@ def shape_posterior(
         scales.append(float(np.exp(found.x)))
         logliks.append(-float(found.fun))
     best = int(np.argmax(logliks))
+    if prefer_light and 2.0 * (logliks[best] - logliks[0]) < LIGHT_TAIL_TEST:
+        best = 0  # a heavier shape only when the likelihood ratio test finds one (5% level)
     return shapes[best : best + 1].copy(), np.asarray(scales[best : best + 1]), np.ones(1)
 
 

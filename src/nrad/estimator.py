@@ -106,15 +106,15 @@ class TableDetector(OutlierMixin, BaseEstimator):
         return -self.anomaly_score(X)
 
     def decision_function(self, X: Any) -> np.ndarray:
-        """``log10`` of each row's p-value over ``fdr / n`` (n: the rows given): scikit-learn's sign.
+        """``log10`` of each row's p-value over ``fdr``: scikit-learn's sign (lower = more abnormal).
 
-        Negative for a row whose p-value alone is below the Benjamini-Hochberg
-        cut for one flag among the rows given; :meth:`predict` flags by the
-        whole procedure (with more flags the cut rises, so a row can be
-        flagged at a value up to ``log10(n)``).
+        Negative for every row :meth:`predict` can flag (Benjamini-Hochberg flags
+        only rows whose p-value is below ``fdr``); whether it does depends on the
+        other rows given, which a row's own value does not.
         """
+        check_is_fitted(self, "model_")
         p = np.maximum(self.p_values(X), 1e-300)
-        return np.log10(p) - np.log10(self.fdr / max(len(p), 1))
+        return np.log10(p) - np.log10(self.fdr)
 
     def p_values(self, X: Any) -> np.ndarray:
         """How often a normal row scores at least this high (see docs/usage.md)."""

@@ -105,14 +105,14 @@ class RobustGaussian:
         cov = shrunk(subset)
         # Consistency: an h-subset's scatter is too small for the whole distribution.
         d2 = _mahalanobis2(z, mean, np.linalg.inv(cov))
-        cov *= np.median(d2) / stats.chi2.ppf(0.5, p)
+        cov *= _consistency(d2, stats.chi2.ppf(0.5, p))
         keep = _mahalanobis2(z, mean, np.linalg.inv(cov)) <= stats.chi2.ppf(REWEIGHT_QUANTILE, p)
         if keep.sum() > p + 1:
             mean = z[keep].mean(axis=0)
             cov = shrunk(keep)
             d2 = _mahalanobis2(z[keep], mean, np.linalg.inv(cov))
             # The kept rows are cut at the 97.5% quantile: rescale so their median distance is chi2's.
-            cov *= np.median(d2) / stats.chi2.ppf(0.5 * REWEIGHT_QUANTILE, p)
+            cov *= _consistency(d2, stats.chi2.ppf(0.5 * REWEIGHT_QUANTILE, p))
         # A column seen in few rows (a spike's other values, one mostly missing) relates to the others
         # only through those few rows: its estimated relations are noise that would push the other
         # cells of the rows where it is seen off.  It is modelled as independent of them.
@@ -236,3 +236,10 @@ def _log_det(cov: np.ndarray) -> float:
 def _mahalanobis2(z: np.ndarray, mean: np.ndarray, precision: np.ndarray) -> np.ndarray:
     centred = z - mean
     return np.einsum("ij,jk,ik->i", centred, precision, centred)
+
+
+def _consistency(d2: np.ndarray, expected: float) -> float:
+    """The factor that puts the median squared distance at chi2's; 1 where more than half the rows
+    sit at the centre (a median of 0 would make the scatter singular)."""
+    factor = float(np.median(d2)) / expected
+    return factor if np.isfinite(factor) and factor > 1e-12 else 1.0

@@ -85,6 +85,8 @@ MIN_TAIL_WEIGHT = 0.25
 TAIL_FIT = (0.01, 0.99)
 #: Numeric features whose z correlate at least this much are repaired as a pair too (explanations).
 RELATED = 0.5
+#: Columns whose pair correlations are computed at once (a block times all columns in memory).
+PAIR_BLOCK = 256
 #: Quantiles of each feature's training z kept as its typical values
 #: (candidates when filling a missing cell or asking what would be typical).
 GRID = 16
@@ -390,18 +392,33 @@ def related_pairs(z: np.ndarray) -> np.ndarray:
 
     Rank (Spearman) correlation over the rows where both are present: a few
     wild values decide nothing, and 1e300 cannot overflow a sum of squares.
+    Each column is ranked once over its own present cells and the pairwise
+    sums come from matrix products, a block of columns at a time: a table of
+    10,000 columns has 50 million pairs, too many to rank one by one.
     """
-    p = z.shape[1]
+    present = np.isfinite(z)
+    ranks = np.zeros(z.shape, dtype=np.float64)
+    for j in range(z.shape[1]):
+        column = stats.rankdata(z[present[:, j], j])
+        ranks[present[:, j], j] = column - column.mean() if column.size else column
+    seen = present.astype(np.float64)
+    squares = ranks * ranks
     pairs = []
-    for j in range(p):
-        for k in range(j + 1, p):
-            both = np.isfinite(z[:, j]) & np.isfinite(z[:, k])
-            if both.sum() <= 10:
-                continue
-            a, b = stats.rankdata(z[both, j]), stats.rankdata(z[both, k])
-            if np.ptp(a) > 0 and np.ptp(b) > 0 and abs(np.corrcoef(a, b)[0, 1]) >= RELATED:
-                pairs.append((j, k))
-    return np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    for start in range(0, z.shape[1], PAIR_BLOCK):
+        block = slice(start, start + PAIR_BLOCK)
+        a, seen_a = ranks[:, block], seen[:, block]
+        count = seen_a.T @ seen
+        with np.errstate(invalid="ignore", divide="ignore"):
+            sum_a, sum_b = (a.T @ seen) / count, seen_a.T @ ranks / count
+            var_a = (a * a).T @ seen / count - sum_a**2
+            var_b = seen_a.T @ squares / count - sum_b**2
+            r = (a.T @ ranks / count - sum_a * sum_b) / np.sqrt(var_a * var_b)
+        tiny = 1e-9 * (count**2)  # a constant column's rank variance is 0 up to rounding
+        related = (count > 10) & (var_a > tiny) & (var_b > tiny) & (np.abs(r) >= RELATED)
+        j, k = np.nonzero(related)
+        j = j + start
+        pairs.append(np.column_stack([j, k])[j < k])
+    return np.concatenate(pairs, axis=0).astype(np.int64) if pairs else np.zeros((0, 2), np.int64)
 
 
 def _sinh_arcsinh(r: np.ndarray, weight: float) -> np.ndarray:

@@ -42,7 +42,7 @@ import pandas as pd
 
 from nrad.calibration import ROW_TRIM, TailModel, benjamini_hochberg, check_level, combine, top_fraction
 from nrad.categories import CategoryModel
-from nrad.cells import CATEGORY_SHARE, CELL_TRIM, CELL_WEIGHT, NumericCellTests, category_p_values
+from nrad.cells import CATEGORY_SHARE, CELL_MAX_SHAPE, CELL_WEIGHT, NumericCellTests, category_p_values
 from nrad.detector import NRDE, fit_together
 from nrad.errors import NradError
 from nrad.fusion import Fusion
@@ -702,7 +702,7 @@ def fit_table(
     say = progress or (lambda _: None)
     df = as_pandas(df)
     features = _drop(df, id_column, ignore, what)
-    check_width(len(features), what)  # too few rows for any table: say so before reading columns
+    check_width(len(features), what, features.shape[1])  # say so before reading columns
     schema = fit_schema(features, features=keep)
     info: dict[str, Any] = {"identifiers": schema.identifiers}
     if id_column is None and schema.identifiers:
@@ -759,7 +759,8 @@ def fit_table(
         spread = _spread_levels(y, ~np.isnan(y), np.random.default_rng(random_state + 1))
         residuals = model.cell_residuals(prep, z, model.folds, y=spread)
         distances = distance_statistic(model.gaussian_distance(z, model.folds), z.shape[1])
-        model.cell_tests, model.distance_tail = NumericCellTests.fit(residuals), TailModel.fit(distances)
+        model.cell_tests = NumericCellTests.fit(residuals)
+        model.distance_tail = TailModel.fit(distances, max_shape=CELL_MAX_SHAPE)
     if detector == "fused" and enc.numeric.shape[1]:
         say(f"fitting neighbour and isolation scores ({n_folds} folds)")
         model.fusion = Fusion.fit(z, model.folds, inside, random_state)
@@ -768,11 +769,11 @@ def fit_table(
         scores = model.fusion.combine(scores, members)
     model.tail = TailModel.fit(scores)
     numeric = enc.numeric.shape[1] > 0
-    model.own_tails = (
-        TailModel.fit(scores, ROW_TRIM),
-        TailModel.fit(distances, ROW_TRIM) if numeric else None,
-        NumericCellTests.fit(residuals, CELL_TRIM) if numeric else None,
-    )
+    # Only the robust distance is trimmed for in-sample scoring: a cluster of bad rows that the
+    # other members learn as normal stands apart there; the row score's and the cells' tails are
+    # those of new rows (a gap test trims natural structure too, and flags it).
+    own_distance = TailModel.fit(distances, ROW_TRIM, CELL_MAX_SHAPE) if numeric else None
+    model.own_tails = (model.tail, own_distance, model.cell_tests)
     info.update(n_train_rows=len(features), preprocess_counts={**schema.counts, **enc.counts})
     return model
 
@@ -794,12 +795,19 @@ def flow_width(n_numeric: int, rows: int) -> int:
     return int(max(min(n_numeric, MAX_FLOW_FEATURES, (rows - MIN_ROWS) // ROWS_PER_FEATURE), 1))
 
 
-def check_width(n_rows: int, what: str) -> None:
-    """Refuse a table with too few rows to learn anything from."""
+def check_width(n_rows: int, what: str, n_columns: int = 0) -> None:
+    """Refuse a table with too few rows to learn anything from: fewer than ``MIN_TABLE_ROWS``, or
+    fewer rows than columns (how the columns go together cannot be learnt from fewer rows than
+    there are columns, and every row of such a table is as far from the others as any)."""
     if n_rows < MIN_TABLE_ROWS:
         raise NradError(
             f"{what} has {n_rows} rows; nrad needs at least {MIN_TABLE_ROWS} rows to learn what is "
             "typical. Give more rows"
+        )
+    if n_rows < n_columns:
+        raise NradError(
+            f"{what} has {n_rows} rows and {n_columns} columns; nrad needs at least {n_columns} rows "
+            "(one per column) to learn how the columns go together. Give more rows or leave columns out"
         )
 
 
@@ -864,11 +872,13 @@ def test_weights(n_rows: int, numeric: int, categorical: int) -> np.ndarray:
 
 
 def distance_statistic(distance: np.ndarray, p: int) -> np.ndarray:
-    """What the robust distance's own p-value is read from: ``log(1 + d^2 / p)``, a multivariate
-    t's log-density up to its scale, whose tail is exponential for heavy-tailed numbers too (the
-    squared distance's is not: shape 0.2-0.3 on them), and for a cluster standing apart a gap all
-    the same (``d^2`` of 50 to 400 beside normal rows' 3 to 10 at p = 4)."""
-    return np.log1p(2.0 * distance / max(p, 1))
+    """What the robust distance's own p-value is read from: ``-log P(chi2_p > d^2)``, the Gaussian
+    model's own surprise at the row (exponential with mean 1 if the numbers are Gaussian, so the
+    fitted tail only corrects the model where they are not: heavier tails get a shape up to
+    ``CELL_MAX_SHAPE``, as a cell's do)."""
+    from scipy.stats import chi2
+
+    return -chi2.logsf(2.0 * np.asarray(distance, dtype=np.float64), max(p, 1))
 
 
 def _spread_levels(z: np.ndarray, seen: np.ndarray, rng: np.random.Generator) -> np.ndarray:
