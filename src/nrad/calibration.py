@@ -125,8 +125,7 @@ class TailModel:
             # The gap is looked for among twice as many top scores as may be trimmed (a quarter of
             # the rows: a cluster of up to a fifth), then the tail keeps its usual size below it.
             scan = int(min(n - 1, max(k, np.ceil(2 * trim[1] * n))))
-            most = min(int(trim[1] * n), scan // 2)
-            gap = gap_trim(_as_exponential(calib, scan, max_shape, most), scan, trim[1])
+            gap = gap_trim(_as_exponential(calib, scan, max_shape, int(trim[1] * n)), scan, trim[1])
             k = int(min(gap + max(round(TAIL_SHARE * (n - gap)), min(MIN_TAIL, n - gap - 1)), n - 1))
         censored = 0 if trim is None else max(min(int(np.ceil(trim[0] * n)) - gap, k - gap - MIN_FITTED), 0)
         threshold = float(calib[n - k - 1])

@@ -112,7 +112,6 @@ class TableDetector(OutlierMixin, BaseEstimator):
         only rows whose p-value is below ``fdr``); whether it does depends on the
         other rows given, which a row's own value does not.
         """
-        check_is_fitted(self, "model_")
         p = np.maximum(self.p_values(X), 1e-300)
         return np.log10(p) - np.log10(self.fdr)
 
@@ -132,7 +131,8 @@ class TableDetector(OutlierMixin, BaseEstimator):
         return tags
 
     def _scored(self, X: Any) -> pd.DataFrame:
-        return self.model_.score_rows(self._check(X))[0]
+        frame = self._check(X)  # before model_ is read: an unfitted detector says so
+        return self.model_.score_rows(frame)[0]
 
     def _check(self, X: Any) -> pd.DataFrame:
         check_is_fitted(self, "model_")

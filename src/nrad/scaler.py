@@ -409,10 +409,11 @@ def related_pairs(z: np.ndarray) -> np.ndarray:
         a, seen_a = ranks[:, block], seen[:, block]
         count = seen_a.T @ seen
         with np.errstate(invalid="ignore", divide="ignore"):
-            sum_a, sum_b = (a.T @ seen) / count, seen_a.T @ ranks / count
-            var_a = (a * a).T @ seen / count - sum_a**2
-            var_b = seen_a.T @ squares / count - sum_b**2
-            r = (a.T @ ranks / count - sum_a * sum_b) / np.sqrt(var_a * var_b)
+            # Means, variances and covariance of each pair's ranks over the rows where both are present.
+            mean_a, mean_b = (a.T @ seen) / count, seen_a.T @ ranks / count
+            var_a = (a * a).T @ seen / count - mean_a**2
+            var_b = seen_a.T @ squares / count - mean_b**2
+            r = (a.T @ ranks / count - mean_a * mean_b) / np.sqrt(var_a * var_b)
         tiny = 1e-9 * (count**2)  # a constant column's rank variance is 0 up to rounding
         related = (count > 10) & (var_a > tiny) & (var_b > tiny) & (np.abs(r) >= RELATED)
         j, k = np.nonzero(related)

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from nrad.calibration import ROW_TRIM, TailModel, benjamini_hochberg, check_level, combine, top_fraction
 from nrad.categories import CategoryModel
@@ -150,13 +151,11 @@ class TableModel:
     #: Cross-fitting: the fold of each training row (its rows are scored by the flow of that
     #: fold, which did not see them).  Only for the table just fitted; not saved.
     folds: np.ndarray | None = field(default=None, repr=False)
-    #: The tails that p-values of the training rows themselves are read from (in-sample scoring):
-    #: (row score, robust distance, cells), fitted without the scores above a gap (bad rows among
-    #: them must not calibrate themselves away; nrad.calibration.gap_trim).  Only for the table
-    #: just fitted; not saved.
-    own_tails: tuple[TailModel, TailModel | None, NumericCellTests | None] | None = field(
-        default=None, repr=False
-    )
+    #: The robust distance's tail that p-values of the training rows themselves are read from
+    #: (in-sample scoring), fitted without the scores above a gap (bad rows among them must not
+    #: calibrate themselves away; nrad.calibration.gap_trim).  The row score and the cells use the
+    #: tails of new rows.  Only for the table just fitted; not saved.
+    own_distance_tail: TailModel | None = field(default=None, repr=False)
 
     @property
     def score_units(self) -> str:
@@ -262,9 +261,8 @@ class TableModel:
             else None
         )
         residuals = self.cell_residuals(prep, z, folds) if self.cell_tests is not None else None
-        tails = (self.tail, self.distance_tail, self.cell_tests)
-        if folds is not None and self.own_tails is not None:
-            tails = self.own_tails
+        in_sample = folds is not None and self.own_distance_tail is not None
+        tails = (self.tail, self.own_distance_tail if in_sample else self.distance_tail, self.cell_tests)
         p = self._channel_p_values(tails, scores, distance, residuals)
         n_rows = 1 + int(self.distance_tail is not None)
         tested = self.tested_codes()
@@ -772,8 +770,7 @@ def fit_table(
     # Only the robust distance is trimmed for in-sample scoring: a cluster of bad rows that the
     # other members learn as normal stands apart there; the row score's and the cells' tails are
     # those of new rows (a gap test trims natural structure too, and flags it).
-    own_distance = TailModel.fit(distances, ROW_TRIM, CELL_MAX_SHAPE) if numeric else None
-    model.own_tails = (model.tail, own_distance, model.cell_tests)
+    model.own_distance_tail = TailModel.fit(distances, ROW_TRIM, CELL_MAX_SHAPE) if numeric else None
     info.update(n_train_rows=len(features), preprocess_counts={**schema.counts, **enc.counts})
     return model
 
@@ -876,9 +873,7 @@ def distance_statistic(distance: np.ndarray, p: int) -> np.ndarray:
     model's own surprise at the row (exponential with mean 1 if the numbers are Gaussian, so the
     fitted tail only corrects the model where they are not: heavier tails get a shape up to
     ``CELL_MAX_SHAPE``, as a cell's do)."""
-    from scipy.stats import chi2
-
-    return -chi2.logsf(2.0 * np.asarray(distance, dtype=np.float64), max(p, 1))
+    return -stats.chi2.logsf(2.0 * np.asarray(distance, dtype=np.float64), max(p, 1))
 
 
 def _spread_levels(z: np.ndarray, seen: np.ndarray, rng: np.random.Generator) -> np.ndarray:
