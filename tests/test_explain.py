@@ -147,3 +147,28 @@ def test_explaining_only_the_flagged_rows_gives_the_same_strings(model: TableMod
     pd.testing.assert_series_equal(all_rows.loc[shown, "top_features"], some.loc[shown, "top_features"])
     none, _ = model.score(rows, contamination=0.02, explain="none")
     assert "top_features" not in none.columns and "reason" not in none.columns
+
+
+def test_a_category_whose_parent_is_a_numbers_indicator_is_explained() -> None:
+    # A pool's quality is recorded only where there is a pool (pool_area not at its spike, 0), so
+    # the category model reads the quality given the area's indicator (present, 0 or missing: the
+    # feature with the most codes is the root): explaining the quality names that indicator in
+    # words (a real table of 82 columns crashed here).
+    rng = np.random.default_rng(3)
+    n = 1200
+    pool = rng.random(n) < 0.1
+    frame = pd.DataFrame(
+        {
+            "pool_area": np.where(pool, rng.uniform(200, 800, n).round(), 0.0),
+            "pool_qc": np.where(pool, "Gd", None),
+            "size": rng.normal(1500, 300, n).round(),
+        }
+    )
+    frame.loc[frame.index[~pool][:30], "pool_area"] = np.nan
+    frame.loc[5, ["pool_area", "pool_qc"]] = [0.0, "Gd"]  # a quality without a pool
+    model = fit_table(frame, random_state=0, max_epochs=5)
+    qc = model.schema.categorical_names.index("pool_qc")
+    assert model.categories.parent[qc] >= len(model.schema.categorical_names)  # the indicator
+    top, reason = model.describe(frame, in_sample=True, rows=np.array([5]))
+    assert first_feature(top[0]) == "pool_qc", top
+    assert "with pool_area 0" in reason[0], reason

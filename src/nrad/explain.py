@@ -361,11 +361,28 @@ def _categorical_reason(model: TableModel, prep: Prepared, i: int, f: int, best:
         a = int(prep.codes[i, parent])
         table = cats.joint[f]
         together, with_parent = int(table[a, code]), int(table[a].sum())
-        given = f"{schema.categorical_names[parent]} {_label(model, parent, a)}"
+        given = _given(model, parent, a)
         phrase += f"; {together} of {with_parent} with {given}"
     if best != code:
         phrase += f"; fits best: {_label(model, f, best)}"
     return f"{name} {label} ({phrase})"
+
+
+def _given(model: TableModel, f: int, code: int) -> str:
+    """A parent level in words: ``"MS.Zoning 'RL'"``, or a number's indicator (``"Pool.Area 0"``,
+    ``"Lot.Frontage missing"``): the Chow-Liu forest links categories and indicators alike."""
+    schema = model.schema
+    n_cat = len(schema.categorical_names)
+    if f < n_cat:
+        return f"{schema.categorical_names[f]} {_label(model, f, code)}"
+    k = f - n_cat
+    name = schema.numeric_names[model.indicator_features[k]]
+    if code == model.categories.n_codes[f] - 1:
+        return f"{name} missing"
+    spike = schema.columns[schema.numeric_sources[model.indicator_features[k]]].spike
+    if spike is None:
+        return f"{name} present"
+    return f"{name} {spike:g}" if code == 1 else f"{name} not {spike:g}"
 
 
 def _label(model: TableModel, f: int, code: int, raw: Any = None) -> str:
