@@ -42,7 +42,9 @@ from nrad import synthetic
 from nrad.table import first_feature
 
 NRAD = [sys.executable, "-c", "from nrad.cli import main; main()"]
-IDS = {"transactions": "txn_id", "issue-kinds": "txn_id", "sensors": "reading_id", "patients": "patient_id"}
+IDS = {"transactions": "txn_id", "issue-kinds": "txn_id", "sensors": "reading_id", "patients": "patient_id",
+       "properties": "record_id", "shipments": "shipment_id", "batch": "part_id",
+       "lab_panel": "sample_id", "meters": "reading_id"}
 #: The four kinds the issue describes: an impossible age, a 30x amount, a 40x quantity, a broken relation.
 ISSUE_KINDS = ("impossible_age", "huge_amount", "huge_quantity", "age_balance")
 

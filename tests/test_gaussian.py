@@ -72,3 +72,20 @@ def test_state_round_trip_and_refusal() -> None:
     np.testing.assert_array_equal(back.distance(z), g.distance(z))
     with pytest.raises(ValueError, match="4 features"):
         RobustGaussian.from_state(meta, {**arrays, "g.precision": np.eye(3)}, "g.", 4)
+
+
+def test_a_column_seen_in_few_rows_is_left_out_of_the_distance() -> None:
+    # A pool area: absent (its spike) in all but 12 rows.  Its cells are filled with the same value
+    # elsewhere, which must not make a pool of ordinary size thousands of nats away.
+    rng = np.random.default_rng(5)
+    z = _correlated(3000, rng)
+    pool = np.full(3000, np.nan)
+    pool[:12] = rng.normal(0, 1, 12)
+    seen = np.column_stack([np.ones((3000, 4), dtype=bool), ~np.isnan(pool)])
+    filled = np.column_stack([z, np.nan_to_num(pool)])
+    g = RobustGaussian.fit(filled, observed=seen)
+    assert g.sparse is not None and g.sparse.tolist() == [False] * 4 + [True]
+    row = np.r_[z[20], 3.0][None]
+    assert g.distance(row)[0] == pytest.approx(g.distance(np.r_[z[20], g.location[4]][None])[0])
+    meta, arrays = g.to_state("g.")
+    assert RobustGaussian.from_state(meta, arrays, "g.", 5).sparse.tolist() == g.sparse.tolist()

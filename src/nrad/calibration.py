@@ -53,9 +53,12 @@ MIN_TAIL = 30
 #: ... and at most this many.
 MAX_TAIL = 2000
 #: Scores that may hold the anomalies being scored (a table scored against itself) are fitted
-#: without their top shares (least, most): at least 1%, up to a quarter of the rows above a gap
-#: (a cluster of bad rows); see gap_trim.  At least MIN_FITTED excesses stay.
-ROW_TRIM = (0.0, 0.25)
+#: without their top shares (least, most): the least always, up to the most above a gap (a cluster
+#: of bad rows; see gap_trim).  At least MIN_FITTED excesses stay.  A row score: its top 2%, the
+#: most anomalies a user's table is expected to hold spread along the tail; a robust distance:
+#: also a cluster of up to a quarter of the rows standing apart.
+SCORE_TRIM = (0.02, 0.02)
+DISTANCE_TRIM = (0.0, 0.25)
 MIN_FITTED = 10
 #: A gap in the top scores trims what lies above it when an exponential tail makes one so wide
 #: at most this rarely.
@@ -71,6 +74,11 @@ SHAPE_STEP = 0.025
 #: the top LIFT_SKIP of the rows excepted.
 LIFT_LEVEL = 0.05
 LIFT_SKIP = 0.01
+#: In-sample fits put a left-out score back unless the tail fitted without it calls it an outlier
+#: at this level over the table (``p n <= OUTLIER_LEVEL``: Bonferroni at 10%) ...
+OUTLIER_LEVEL = 0.1
+#: ... in at most this many rounds.
+INWARD_STEPS = 5
 #: Chi-square(1) 95% quantile: the likelihood ratio a shape above 0 must reach where light is preferred.
 LIGHT_TAIL_TEST = 3.84
 #: The conformal body is kept at this many knots at most (exact counts at each).
@@ -120,28 +128,53 @@ class TailModel:
         none = cls(knots, at_least, n, np.inf, 0, np.zeros(0), np.zeros(0), np.zeros(0))
         if n < MIN_CALIBRATION or k < 1:
             return none
-        gap = 0
-        if trim is not None:
-            # The gap is looked for among twice as many top scores as may be trimmed (a quarter of
-            # the rows: a cluster of up to a fifth), then the tail keeps its usual size below it.
-            scan = int(min(n - 1, max(k, np.ceil(2 * trim[1] * n))))
-            gap = gap_trim(_as_exponential(calib, scan, max_shape, int(trim[1] * n)), scan, trim[1])
-            k = int(min(gap + max(round(TAIL_SHARE * (n - gap)), min(MIN_TAIL, n - gap - 1)), n - 1))
-        censored = 0 if trim is None else max(min(int(np.ceil(trim[0] * n)) - gap, k - gap - MIN_FITTED), 0)
+        trimmed = 0 if trim is None else _trimmed(calib, k, trim, max_shape)
+        # Inward: a left-out score that the tail fitted without it does not call an outlier (at
+        # OUTLIER_LEVEL over the table) is put back, and the tail refitted.  What is left out at the
+        # end stands beyond any tail the other scores allow; a heavy tail's natural extremes are
+        # fitted, not extrapolated over.  Who is an outlier is judged by the most likely shape;
+        # the p-values then come from the shapes averaged (see shape_posterior).
+        for _ in range(INWARD_STEPS if trimmed else 0):
+            tail = cls._fit_below(calib, knots, at_least, k, trimmed, max_shape, average=False)
+            if tail is None:
+                break
+            # p falls as the score rises: the outliers are the top ones.
+            outliers = int(np.sum(tail.p_values(calib[n - trimmed :]) * n <= OUTLIER_LEVEL))
+            if outliers >= trimmed:
+                break
+            trimmed = outliers
+        tail = cls._fit_below(calib, knots, at_least, k, trimmed, max_shape)
+        return none if tail is None else tail
+
+    @classmethod
+    def _fit_below(
+        cls,
+        calib: np.ndarray,
+        knots: np.ndarray,
+        at_least: np.ndarray,
+        k: int,
+        trimmed: int,
+        max_shape: float,
+        average: bool = True,
+    ) -> TailModel | None:
+        """The tail fitted to the sorted ``calib`` without its top ``trimmed`` scores (None: no fit);
+        ``average``: over the shapes (else the most likely one)."""
+        n = calib.size
+        # The tail keeps its usual size below the scores left out.
+        if trimmed:
+            k = int(min(trimmed + max(round(TAIL_SHARE * (n - trimmed)), min(MIN_TAIL, n - trimmed - 1)), n - 1))
         threshold = float(calib[n - k - 1])
-        top = n - gap - censored
-        # Above a gap: truncated where the trimmed scores begin (the fit conditions on lying below
-        # the smallest of them, and knows nothing else of them, not even their count).  The next
-        # top scores enter only as "at least this large": an anomaly among them counts once, how
-        # far out it lies does not.
-        cut = float(calib[n - gap] - threshold) if gap else None
-        level = float(calib[top] - threshold) if censored else None
-        fitted = shape_posterior(calib[n - k : top] - threshold, cut, censored, level, max_shape)
+        top = n - trimmed
+        # Truncated where the trimmed scores begin: the fit conditions on lying below the smallest
+        # of them and knows nothing else of them, not even their count (a censored fit would count
+        # them, so that anomalies among them would still make the tail heavier).
+        cut = float(calib[top] - threshold) if trimmed else None
+        fitted = shape_posterior(calib[n - k : top] - threshold, cut, max_shape=max_shape, average=average)
         if fitted is None:
-            return none
-        tail = cls(knots, at_least, n, threshold, k, *fitted, n_trimmed=gap)
+            return None
+        tail = cls(knots, at_least, n, threshold, k, *fitted, n_trimmed=trimmed)
         lift = tail._lift(calib, calib[n - k : top])
-        return cls(knots, at_least, n, threshold, k, *fitted, n_trimmed=gap, lift=lift)
+        return cls(knots, at_least, n, threshold, k, *fitted, n_trimmed=trimmed, lift=lift)
 
     def _lift(self, calib: np.ndarray, fitted: np.ndarray) -> float:
         """The factor (>= 1) by which the fitted tail must be raised to cover the fitted scores.
@@ -168,14 +201,23 @@ class TailModel:
 
     def _tail(self, s: np.ndarray) -> np.ndarray:
         """The fitted generalized Pareto tail's p-value of scores above the threshold (unlifted)."""
+        return np.exp(self._log_tail(s))
+
+    def _log_tail(self, s: np.ndarray) -> np.ndarray:
+        """:meth:`_tail` in logs (a score far out keeps its order where the p-value underflows)."""
+        from scipy.special import logsumexp
+
         excess = np.maximum(np.asarray(s, dtype=np.float64) - self.threshold, 0.0)
-        parts = zip(self.shapes, self.scales, self.weights, strict=True)
-        return (
-            self.n_tail / (self.n + 1.0) * sum(w * gpd_survival(excess, xi, sigma) for xi, sigma, w in parts)
-        )
+        parts = [np.log(w) + gpd_log_survival(excess, xi, sigma)
+                 for xi, sigma, w in zip(self.shapes, self.scales, self.weights, strict=True) if w > 0]  # fmt: skip
+        return np.log(self.n_tail / (self.n + 1.0)) + logsumexp(parts, axis=0)
 
     def p_values(self, scores: np.ndarray) -> np.ndarray:
         """p-value of each score (higher score = more anomalous)."""
+        return np.exp(self.log_p_values(scores))
+
+    def log_p_values(self, scores: np.ndarray) -> np.ndarray:
+        """Natural log of :meth:`p_values` (finite where the p-value itself underflows to 0)."""
         s = np.asarray(scores, dtype=np.float64)
         # #{c >= s}: exact when every calibration score is a knot; else the count at the largest
         # knot at or below s, which is at least the true count (a p-value no smaller than exact).
@@ -184,10 +226,10 @@ class TailModel:
         else:
             below = np.searchsorted(self.knots, s, side="right") - 1
             count = np.where(below >= 0, self.at_least[np.maximum(below, 0)], float(self.n))
-        body = (1.0 + count) / (self.n + 1.0)
+        body = np.log((1.0 + count) / (self.n + 1.0))
         if self.n_tail == 0:
             return body
-        tail = np.minimum(self.lift * self._tail(s), 1.0)
+        tail = np.minimum(np.log(self.lift) + self._log_tail(s), 0.0)
         return np.where(s > self.threshold, tail, body)
 
     def to_state(self, prefix: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -210,6 +252,22 @@ class TailModel:
 
 
 _ARRAYS = ("knots", "at_least", "shapes", "scales", "weights")
+
+
+def _trimmed(calib: np.ndarray, k: int, trim: tuple[float, float], max_shape: float) -> int:
+    """How many of the top sorted scores ``calib`` a fit leaves out: the share ``trim[0]`` always,
+    more (up to ``trim[1]``) above a gap (:func:`gap_trim`), and never so many that fewer than
+    ``MIN_FITTED`` excesses stay in a tail of ``k``."""
+    n = calib.size
+    least, most = trim
+    gap = 0
+    if most > least:
+        # The gap is looked for among twice as many top scores as may be trimmed (a quarter of the
+        # rows: a cluster of up to a fifth).
+        scan = int(min(n - 1, max(k, np.ceil(2 * most * n))))
+        gap = gap_trim(_as_exponential(calib, scan, max_shape, int(most * n)), scan, most)
+    room = n - 1 - MIN_FITTED - 1
+    return int(max(min(max(gap, int(np.ceil(least * n))), room), 0))
 
 
 def _knots(calib: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -295,9 +353,15 @@ def gap_trim(calib: np.ndarray, k: int, max_trim_share: float) -> int:
 
 def gpd_survival(x: np.ndarray, shape: float, scale: float) -> np.ndarray:
     """``P(X > x)`` of a generalized Pareto distribution with shape >= 0 (exponential at 0)."""
+    return np.exp(gpd_log_survival(x, shape, scale))
+
+
+def gpd_log_survival(x: np.ndarray, shape: float, scale: float) -> np.ndarray:
+    """``log P(X > x)`` of :func:`gpd_survival`."""
+    x = np.asarray(x, dtype=np.float64)
     if shape == 0:
-        return np.exp(-x / scale)
-    return np.exp(-np.log1p(shape * x / scale) / shape)
+        return -x / scale
+    return -np.log1p(shape * x / scale) / shape
 
 
 def shape_posterior(
@@ -307,11 +371,13 @@ def shape_posterior(
     level: float | None = None,
     max_shape: float = MAX_SHAPE,
     prefer_light: bool = False,
+    average: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """The maximum-likelihood shape in ``[0, max_shape]`` (steps of ``SHAPE_STEP``) and its scale, as
-    one-element arrays with weight 1; ``prefer_light``: shape 0 unless a likelihood ratio test
-    rejects it (a few excesses say little about the shape, and a gap test must not let a heavy
-    shape fitted to them hide the gap).
+    """Shapes in ``[0, max_shape]`` (steps of ``SHAPE_STEP``), each with its most likely scale, and
+    their weights: with ``average``, every shape weighted by its profile likelihood (a flat prior);
+    else the most likely shape alone, weight 1.  ``prefer_light``: shape 0 unless a likelihood
+    ratio test rejects it (a few excesses say little about the shape, and a gap test must not let
+    a heavy shape fitted to them hide the gap).
 
     ``censored`` more excesses are known only to lie at or above ``level``;
     with a ``cut`` everything (fitted and censored) is conditioned on lying
@@ -349,22 +415,33 @@ def shape_posterior(
     best = int(np.argmax(logliks))
     if prefer_light and 2.0 * (logliks[best] - logliks[0]) < LIGHT_TAIL_TEST:
         best = 0  # a heavier shape only when the likelihood ratio test finds one (5% level)
+    if average and not prefer_light:
+        # A posterior over the shapes (flat prior, each with its most likely scale): a far p-value
+        # depends on the shape, which a few hundred excesses pin down poorly, so it is averaged
+        # over the shapes the data allow rather than read off the most likely one.
+        weights = np.exp(np.asarray(logliks) - max(logliks))
+        return shapes.copy(), np.asarray(scales), weights / weights.sum()
     return shapes[best : best + 1].copy(), np.asarray(scales[best : best + 1]), np.ones(1)
 
 
-def combine(p_values: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def combine(log_p_values: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Weighted Bonferroni: ``min(1, min_j p_j / w_j)`` per row, and which ``j`` gave it.
 
-    ``p_values``: (n, m), one column per test of a row (NaN: not tested);
-    ``weights``: (m,), summing to at most 1.  Under the null every ``p_j``
-    is uniform or larger, so ``P(min_j p_j / w_j <= t) <= sum_j w_j t <= t``
-    whatever the tests' dependence: the combined p-value is valid without
-    modelling how the row's channels relate.
+    ``log_p_values``: (n, m) natural logs of the p-values, one column per test
+    of a row (NaN: not tested), so that tests whose p-values underflow still
+    compare; ``weights``: (m,), summing to at most 1.  Under the null every
+    ``p_j`` is uniform or larger, so ``P(min_j p_j / w_j <= t) <= sum_j w_j t
+    <= t`` whatever the tests' dependence: the combined p-value is valid
+    without modelling how the row's channels relate.
     """
-    p = np.where(np.isnan(p_values), np.inf, p_values) / np.asarray(weights, dtype=np.float64)
-    which = np.argmin(p, axis=1) if p.shape[1] else np.zeros(len(p), dtype=np.int64)
-    best = p[np.arange(len(p)), which] if p.shape[1] else np.ones(len(p))
-    return np.minimum(best, 1.0), which
+    with np.errstate(divide="ignore"):
+        log_w = np.log(np.asarray(weights, dtype=np.float64))
+    logs = np.where(np.isnan(log_p_values), np.inf, log_p_values) - log_w
+    if not logs.shape[1]:
+        return np.ones(len(logs)), np.zeros(len(logs), dtype=np.int64)
+    which = np.argmin(logs, axis=1)
+    best = logs[np.arange(len(logs)), which]
+    return np.exp(np.minimum(best, 0.0)), which
 
 
 def conformal_p_values(calibration_scores: np.ndarray, scores: np.ndarray) -> np.ndarray:

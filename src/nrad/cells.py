@@ -43,13 +43,18 @@ from nrad.categories import CategoryModel
 
 #: A numeric column with fewer present values than this gets ranks only, no fitted tail.
 MIN_CELL_VALUES = 100
-#: When the residuals may hold the anomalies scored (a table scored against itself), each side's
-#: fit leaves out the values above a gap, for at most 1% of the rows: a few gross values per
-#: column, not a block of rows sharing a legitimate value (4% of houses with two kitchens).
-CELL_TRIM = (0.0, 0.01)
+#: When the cells may hold the anomalies scored (a table scored against itself), each side's fit
+#: leaves out its top 1% of the rows: a few gross values per column.
+CELL_TRIM = (0.01, 0.01)
 #: A cell's residual tails may be heavier than a row's log-density (on clean tables their fitted
 #: shapes reach 0.43 at the 95th percentile): the largest shape their fits may take.
 CELL_MAX_SHAPE = 0.5
+#: A lattice column (counts, ratings, scores) whose most extreme value holds at least this share
+#: of its values has a wall there (0 visits, a rating of 5 of 5) ...
+WALL_SHARE = 0.01
+#: ... as long as at most this share of its values lie beyond it (a table fitted on itself holds
+#: its errors): a value beyond the wall (a negative count) is outside the column's support.
+BEYOND_WALL = 0.001
 #: Share of a row's p-value weight that goes to its cells; the rest to the row-level tests.
 CELL_WEIGHT = 0.5
 #: Of the cells' share, what the categories' tests get when there are numbers too (split equally
@@ -62,50 +67,51 @@ CATEGORY_SHARE = 0.2
 
 @dataclass
 class NumericCellTests:
-    """Per numeric feature, the two tails of its calibration residuals (upper: ``t``, lower: ``-t``)."""
+    """Per numeric feature, two tests of each cell, each with a tail per side (upper, lower):
+    its residual given the row's other numbers (``upper``, ``lower``), and its value given its
+    context (``value_upper``, ``value_lower``; see the module docstring)."""
 
     upper: list[TailModel]
     lower: list[TailModel]
+    value_upper: list[TailModel]
+    value_lower: list[TailModel]
 
     @classmethod
-    def fit(cls, residuals: np.ndarray, trim: tuple[float, float] | None = None) -> NumericCellTests:
-        """From (n, p) out-of-fold residuals of the training rows (NaN where the cell is missing);
-        ``trim``: see :meth:`nrad.calibration.TailModel.fit`."""
-        upper, lower = [], []
-        for j in range(residuals.shape[1]):
-            seen = residuals[:, j][np.isfinite(residuals[:, j])]
-            seen = seen if len(seen) else np.zeros(1)
-            high, low = _surprise(seen), _surprise(-seen)
-            if len(seen) < MIN_CELL_VALUES:
-                # Too few values (a spike's other values, a column mostly missing) to fit a tail to:
-                # ranks only, which never go below 1 / (n + 1).
-                upper.append(_ranks_only(high))
-                lower.append(_ranks_only(low))
-                continue
-            upper.append(TailModel.fit(high, trim, CELL_MAX_SHAPE))
-            lower.append(TailModel.fit(low, trim, CELL_MAX_SHAPE))
-        return cls(upper, lower)
+    def fit(
+        cls, residuals: np.ndarray, values: np.ndarray, trim: tuple[float, float] | None = None
+    ) -> NumericCellTests:
+        """From (n, p) out-of-fold residuals of the training rows and their (n, p) values in
+        context (NaN where the cell is absent); ``trim``: see :meth:`nrad.calibration.TailModel.fit`."""
+        upper, lower = _side_tails(residuals, _surprise, trim)
+        value_upper, value_lower = _side_tails(values, np.asarray, trim)
+        return cls(upper, lower, value_upper, value_lower)
 
     @property
     def n_features(self) -> int:
         return len(self.upper)
 
-    def p_values(self, residuals: np.ndarray) -> np.ndarray:
-        """(n, p) two-sided p-values of residuals (NaN where the residual is NaN: not tested)."""
+    def p_values(self, residuals: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """(n, p) p-value of each cell (NaN where absent: not tested): the smaller of its two tests'
+        two-sided p-values, times two (Bonferroni over the two)."""
+        return np.exp(self.log_p_values(residuals, values))
+
+    def log_p_values(self, residuals: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """Natural logs of :meth:`p_values` (finite where they underflow)."""
         out = np.full(residuals.shape, np.nan)
         for j in range(self.n_features):
-            t = residuals[:, j]
-            seen = np.isfinite(t)
+            t, r = residuals[:, j], values[:, j]
+            seen = np.isfinite(t) & np.isfinite(r)
             if seen.any():
-                high, low = _surprise(t[seen]), _surprise(-t[seen])
-                sides = np.minimum(self.upper[j].p_values(high), self.lower[j].p_values(low))
-                out[seen, j] = np.minimum(2.0 * sides, 1.0)
+                given_row = _two_sided(self.upper[j], self.lower[j], _surprise(t[seen]), _surprise(-t[seen]))
+                in_context = _two_sided(self.value_upper[j], self.value_lower[j], r[seen], -r[seen])
+                out[seen, j] = np.minimum(np.log(2.0) + np.minimum(given_row, in_context), 0.0)
         return out
 
     def to_state(self, prefix: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        meta: dict[str, Any] = {"n_features": self.n_features, "upper": [], "lower": []}
+        meta: dict[str, Any] = {"n_features": self.n_features}
         arrays: dict[str, np.ndarray] = {}
-        for side in ("upper", "lower"):
+        for side in _SIDES:
+            meta[side] = []
             for j, tail in enumerate(getattr(self, side)):
                 part, tensors = tail.to_state(f"{prefix}{side}.{j}.")
                 meta[side].append(part)
@@ -117,9 +123,92 @@ class NumericCellTests:
         p = int(meta["n_features"])
         sides = {
             side: [TailModel.from_state(meta[side][j], arrays, f"{prefix}{side}.{j}.") for j in range(p)]
-            for side in ("upper", "lower")
+            for side in _SIDES
         }
-        return cls(sides["upper"], sides["lower"])
+        return cls(**sides)
+
+
+_SIDES = ("upper", "lower", "value_upper", "value_lower")
+
+
+def _side_tails(
+    stats: np.ndarray, statistic: Any, trim: tuple[float, float] | None
+) -> tuple[list[TailModel], list[TailModel]]:
+    """Per column of ``stats``, the tails of ``statistic(t)`` (upper side) and ``statistic(-t)``."""
+    upper, lower = [], []
+    for j in range(stats.shape[1]):
+        seen = stats[:, j][np.isfinite(stats[:, j])]
+        seen = seen if len(seen) else np.zeros(1)
+        high, low = statistic(seen), statistic(-seen)
+        if len(seen) < MIN_CELL_VALUES:
+            # Too few values (a spike's other values, a column mostly missing) to fit a tail to:
+            # ranks only, which never go below 1 / (n + 1).
+            upper.append(_ranks_only(high))
+            lower.append(_ranks_only(low))
+            continue
+        upper.append(TailModel.fit(high, trim, CELL_MAX_SHAPE))
+        lower.append(TailModel.fit(low, trim, CELL_MAX_SHAPE))
+    return upper, lower
+
+
+def _two_sided(upper: TailModel, lower: TailModel, high: np.ndarray, low: np.ndarray) -> np.ndarray:
+    """log of twice the smaller one-sided p-value (at most 1)."""
+    return np.minimum(np.log(2.0) + np.minimum(upper.log_p_values(high), lower.log_p_values(low)), 0.0)
+
+
+@dataclass
+class LatticeWalls:
+    """Per numeric feature, the walls of a lattice column (NaN: none): values beyond them are
+    outside the column's support (see ``WALL_SHARE``).
+
+    Counts, ratings and capped scores pile up at their bounds, and a value
+    one step beyond (-1 visits, a rating of 6 of 5) is no further out in
+    standard deviations than many ordinary ones: no tail model can call it
+    impossible, and exchangeability alone cannot call it rarer than one row
+    in the table.  Its assumption is stated instead: where a lattice
+    column's values pile up at an extreme value and (almost) none lie
+    beyond, that value bounds the column, and a value beyond it has
+    p-value 0.
+    """
+
+    low: np.ndarray
+    high: np.ndarray
+    #: Half the lattice spacing: a value beyond a wall by less is on the wall.
+    half_step: np.ndarray
+
+    @classmethod
+    def fit(cls, values: np.ndarray, spacing: np.ndarray) -> LatticeWalls:
+        """From (n, p) training values in the table's units (NaN where missing) and each feature's
+        lattice spacing (0: continuous, no walls)."""
+        p = values.shape[1]
+        low, high = np.full(p, np.nan), np.full(p, np.nan)
+        for j in range(p):
+            x = values[:, j][np.isfinite(values[:, j])]
+            if not spacing[j] > 0 or len(x) < MIN_CELL_VALUES:
+                continue
+            levels, counts = np.unique(x, return_counts=True)
+            pile = counts >= WALL_SHARE * len(x)
+            allowed = BEYOND_WALL * len(x)
+            below, above = np.cumsum(counts) - counts, np.cumsum(counts[::-1])[::-1] - counts
+            lows, highs = np.flatnonzero(pile & (below <= allowed)), np.flatnonzero(pile & (above <= allowed))
+            low[j] = levels[lows[0]] if len(lows) else np.nan
+            high[j] = levels[highs[-1]] if len(highs) else np.nan
+        return cls(low, high, np.asarray(spacing, dtype=np.float64) / 2.0)
+
+    def beyond(self, values: np.ndarray) -> np.ndarray:
+        """(n, p) True where a value lies beyond its column's wall (NaN values: False)."""
+        with np.errstate(invalid="ignore"):
+            return (values < self.low - self.half_step) | (values > self.high + self.half_step)
+
+    def to_state(self, prefix: str) -> dict[str, np.ndarray]:
+        return {f"{prefix}low": self.low, f"{prefix}high": self.high, f"{prefix}half_step": self.half_step}
+
+    @classmethod
+    def from_state(cls, arrays: dict[str, np.ndarray], prefix: str, p: int) -> LatticeWalls:
+        got = [np.asarray(arrays[f"{prefix}{name}"], dtype=np.float64).reshape(-1) for name in ("low", "high", "half_step")]
+        if any(len(a) != p for a in got):
+            raise ValueError(f"lattice walls must have one entry per numeric feature ({p})")
+        return cls(*got)
 
 
 def _ranks_only(scores: np.ndarray) -> TailModel:

@@ -154,6 +154,11 @@ ExplainOpt = Annotated[
     typer.Option(help="Explain 'flagged' rows and the top 10 (default), 'all' rows (slow: hundreds of "
                  "scores per row), or 'none'."),
 ]  # fmt: skip
+SplitOpt = Annotated[
+    bool,
+    typer.Option("--source-split", help="Split the flows' sources into pure and noise and score the pure "
+                 "data's density, as NRDE does (default: every source is kept; docs/method.md)."),
+]  # fmt: skip
 NoExplainOpt = Annotated[bool, typer.Option("--no-explain", help="Same as --explain none.")]
 DetectorOpt = Annotated[
     str,
@@ -202,6 +207,7 @@ def detect(
     detector: DetectorOpt = "fused",
     feature: FeatureOpt = None,
     results_only: ResultsOnlyOpt = False,
+    source_split: SplitOpt = False,
 ) -> None:
     """Fit and score DATA: anomaly_score, p_value, flagged, top_features and reason per row."""
     from nrad.workflow import detect as run
@@ -210,7 +216,8 @@ def detect(
                   save_model_to=save_model, id_column=id_column, ignore=ignore or [],
                   label_column=label_column, random_state=seed, verbose=True, max_epochs=max_epochs,
                   explain="none" if no_explain else explain, progress=_progress(),
-                  detector=detector, with_input=not results_only, keep=feature or [])  # fmt: skip
+                  detector=detector, with_input=not results_only, keep=feature or [],
+                  source_split=source_split)  # fmt: skip
     _render(outcome)
 
 
@@ -232,13 +239,14 @@ def fit(
     ] = 200_000,
     detector: DetectorOpt = "fused",
     feature: FeatureOpt = None,
+    source_split: SplitOpt = False,
 ) -> None:
     """Fit a model on TRAIN and save it."""
     from nrad.workflow import fit_model, notes_for
 
     fitted = fit_model(train, id_column, ignore or [], random_state=seed, verbose=True, max_epochs=max_epochs,
                        sample_rows=sample_rows, model_path=model, progress=_progress(),
-                       detector=detector, keep=feature or [])  # fmt: skip
+                       detector=detector, keep=feature or [], source_split=source_split)  # fmt: skip
     sample = fitted.info["sample"]
     drawn = (
         f" (a uniform sample of {sample['rows_in_file']}, seed {sample['seed']})" if sample["sampled"] else ""

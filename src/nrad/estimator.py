@@ -38,6 +38,9 @@ class TableDetector(OutlierMixin, BaseEstimator):
         Seed of the fit; the same seed gives the same scores.
     max_epochs : int or None, default=None
         Cap on the flows' training epochs (None: automatic).
+    source_split : bool, default=False
+        Split the flows' sources into pure and noise and score the pure data's density, as
+        :class:`nrad.NRDE` does (the paper's method); by default every source is kept.
 
     Attributes
     ----------
@@ -66,12 +69,14 @@ class TableDetector(OutlierMixin, BaseEstimator):
         id_column: str | None = None,
         random_state: int = 0,
         max_epochs: int | None = None,
+        source_split: bool = False,
     ) -> None:
         self.detector = detector
         self.fdr = fdr
         self.id_column = id_column
         self.random_state = random_state
         self.max_epochs = max_epochs
+        self.source_split = source_split
 
     def fit(self, X: Any, y: Any = None) -> TableDetector:
         """Fit the table model on ``X`` (DataFrame or 2-D array; ``y`` is ignored)."""
@@ -81,7 +86,12 @@ class TableDetector(OutlierMixin, BaseEstimator):
         frame = _frame(X)
         params = {} if self.max_epochs is None else {"max_epochs": self.max_epochs}
         self.model_: TableModel = fit_table(
-            frame, self.id_column, random_state=self.random_state, detector=self.detector, **params
+            frame,
+            self.id_column,
+            random_state=self.random_state,
+            detector=self.detector,
+            source_split=self.source_split,
+            **params,
         )
         self.n_features_in_ = frame.shape[1]
         self.feature_names_in_ = np.asarray(frame.columns, dtype=object)

@@ -66,6 +66,9 @@ class RobustGaussian:
     precision: np.ndarray  # (p, p)
     #: log det of the scatter, for the log-density.
     log_det: float
+    #: Columns seen in fewer than MIN_OBSERVED rows (a spike's other values, a column mostly
+    #: missing): independent of the others, and left out of the distance (None: none).
+    sparse: np.ndarray | None = None
 
     @property
     def n_features(self) -> int:
@@ -116,18 +119,25 @@ class RobustGaussian:
         # A column seen in few rows (a spike's other values, one mostly missing) relates to the others
         # only through those few rows: its estimated relations are noise that would push the other
         # cells of the rows where it is seen off.  It is modelled as independent of them.
+        # Its variance is that of the cells seen: the filled ones, all alike, would make a value
+        # a little off the few seen ones look thousands of sd away.
         sparse = seen.sum(axis=0) < MIN_OBSERVED
         if sparse.any():
-            keep = np.diag(np.diag(cov))
+            keep = np.diag(np.where(sparse, np.maximum(np.diag(cov), floor), np.diag(cov)))
             cov = np.where(sparse[:, None] | sparse[None, :], keep, cov)
         precision = np.linalg.inv(cov)
-        return cls(mean, (precision + precision.T) / 2.0, _log_det(cov))
+        return cls(mean, (precision + precision.T) / 2.0, _log_det(cov), sparse if sparse.any() else None)
 
     def distance(self, z: np.ndarray) -> np.ndarray:
-        """Half the squared Mahalanobis distance of each complete row (nats, 0 at the centre)."""
+        """Half the squared Mahalanobis distance of each complete row (nats, 0 at the centre),
+        sparse columns left out: a rare value of a column seen in a few rows is its indicator's
+        and its own cell test's to judge, not a distance learnt from a handful of values."""
         if self.n_features == 0:
             return np.zeros(len(z))
-        return 0.5 * _mahalanobis2(np.asarray(z, dtype=np.float64), self.location, self.precision)
+        z = np.array(z, dtype=np.float64)
+        if self.sparse is not None:
+            z[:, self.sparse] = self.location[self.sparse]
+        return 0.5 * _mahalanobis2(z, self.location, self.precision)
 
     def negative_log_density(self, z: np.ndarray) -> np.ndarray:
         """``-log N(z; location, scatter)`` of each complete row (nats)."""
@@ -167,9 +177,11 @@ class RobustGaussian:
         return z
 
     def to_state(self, prefix: str) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+        sparse = np.zeros(self.n_features, dtype=bool) if self.sparse is None else self.sparse
         return {"log_det": self.log_det}, {
             f"{prefix}location": self.location,
             f"{prefix}precision": self.precision,
+            f"{prefix}sparse": sparse.astype(np.int64),
         }
 
     @classmethod
@@ -178,9 +190,12 @@ class RobustGaussian:
     ) -> RobustGaussian:
         location = np.asarray(arrays[f"{prefix}location"], dtype=np.float64)
         precision = np.asarray(arrays[f"{prefix}precision"], dtype=np.float64)
+        sparse = np.asarray(arrays.get(f"{prefix}sparse", np.zeros(p)), dtype=np.int64).astype(bool)
         if location.shape != (p,) or precision.shape != (p, p) or not np.isfinite(precision).all():
             raise ValueError(f"robust Gaussian must have {p} features and a finite precision matrix")
-        return cls(location, precision, float(meta["log_det"]))
+        if sparse.shape != (p,):
+            raise ValueError(f"robust Gaussian's sparse columns must be {p} flags")
+        return cls(location, precision, float(meta["log_det"]), sparse if sparse.any() else None)
 
 
 def _starts(z: np.ndarray) -> list[np.ndarray]:

@@ -30,7 +30,7 @@ from safetensors.numpy import save as save_tensors
 from nrad import __version__
 from nrad.calibration import TailModel
 from nrad.categories import CategoryModel
-from nrad.cells import NumericCellTests
+from nrad.cells import LatticeWalls, NumericCellTests
 from nrad.detector import NRDE
 from nrad.errors import NradError
 from nrad.flow import CouplingFlow
@@ -42,10 +42,11 @@ from nrad.scaler import NumericScaler
 from nrad.table import MAX_CELL_FEATURES, TableModel
 
 FORMAT = "nrad-model"
-#: Version 4: the robust Gaussian, the cells' tests and the tails of every test (p-values of
-#: earlier versions were calibrated differently: those files must be refitted).
-FORMAT_VERSION = 4
-READS_VERSIONS = (4,)
+#: Version 5: each cell tested by its residual and by its value in context, lattice walls, the
+#: robust Gaussian's sparse columns (p-values of earlier versions were calibrated differently:
+#: those files must be refitted).
+FORMAT_VERSION = 5
+READS_VERSIONS = (5,)
 MANIFEST, TENSORS = "manifest.json", "tensors.safetensors"
 MAX_MANIFEST_BYTES = 16 * 2**20
 MAX_TENSOR_BYTES = 2 * 2**30
@@ -111,6 +112,8 @@ def _write_zip(model: TableModel, fh: Any) -> None:
     if model.cell_tests is not None:
         cells, arrays = model.cell_tests.to_state("cells.")
         tensors.update(arrays)
+    if model.walls is not None:
+        tensors.update(model.walls.to_state("walls."))
     if model.basis is not None:
         tensors["basis"] = model.basis
     manifest = {
@@ -256,6 +259,7 @@ def _rebuild(manifest: dict[str, Any], tensors: dict[str, np.ndarray]) -> TableM
     )
     if cells is not None and cells.n_features != p:
         raise ValueError(f"cell tests are for {cells.n_features} numeric features, the scaler makes {p}")
+    walls = LatticeWalls.from_state(tensors, "walls.", p) if "walls.low" in tensors else None
     residual_variance = float(manifest["residual_variance"])
     if not residual_variance > 0:
         raise ValueError("the components' residual variance must be positive")
@@ -263,6 +267,7 @@ def _rebuild(manifest: dict[str, Any], tensors: dict[str, np.ndarray]) -> TableM
         schema, categories, scaler, detectors, tails.get("tail"), manifest.get("id_column"),
         list(manifest.get("ignore", [])), manifest.get("info", {}), fusion=fusion, gaussians=gaussians,
         basis=basis, residual_variance=residual_variance, cell_tests=cells, distance_tail=tails.get("distance_tail"),
+        walls=walls,
     )  # fmt: skip
 
 

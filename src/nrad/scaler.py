@@ -176,13 +176,21 @@ class NumericScaler:
 
     def standardize(self, y: np.ndarray, codes: np.ndarray) -> np.ndarray:
         """Step 2: ``z`` given each row's codes, its tails weighted (NaN stays NaN)."""
-        z = np.empty_like(y)
+        r = self.residuals(y, codes)
+        z = np.empty_like(r)
         for j in range(self.n_features):
             with np.errstate(over="ignore"):
-                z[:, j] = _sinh_arcsinh(
-                    _standardize_one(y[:, j], codes, *self._context(j)), self.tail_weight[j]
-                )
+                z[:, j] = _sinh_arcsinh(r[:, j], self.tail_weight[j])
         return _finite(z)
+
+    def residuals(self, y: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        """Step 2 before the tail weight: each value's robust distance from what is typical in its
+        context, ``r = (y - mu_c) / sigma_c`` (NaN stays NaN).  Not compressed: a year 200 years
+        off stays as far off as it is, which ``z`` (its tails pulled in) does not keep."""
+        r = np.empty_like(y, dtype=np.float64)
+        for j in range(self.n_features):
+            r[:, j] = _standardize_one(y[:, j], codes, *self._context(j))
+        return _finite(r)
 
     def context(self, j: int, codes: np.ndarray) -> tuple[int, int]:
         """(categorical feature, its code) that feature ``j`` of a row with ``codes`` is read against;

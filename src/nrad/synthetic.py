@@ -865,3 +865,245 @@ def make_batch_measurements(
 FAMILIES.update(
     {"properties": make_property_records, "shipments": make_shipments, "batch": make_batch_measurements}
 )
+
+
+# -- families written to judge the flags on tables unlike the ones above ------------------------
+
+
+LAB_KINDS = ("year_typo", "unit_x1000", "negative_count", "decimal_shift", "sentinel")
+
+
+def make_lab_panel(
+    n_rows: int = 3000,
+    n_anomalies: int = 20,
+    random_state: int = 0,
+    missing_rate: float = 0.02,
+    kinds: tuple[str, ...] | None = None,
+) -> PlantedTable:
+    """Laboratory panels, 82 columns: two keys (``sample_id``, ``patient_no``), a collection time,
+    site, analyzer (following the site), sex, ward, fasting; birth year and age (which follow each
+    other); height, weight and their BMI; 40 analytes driven by five physiological factors, log-normal
+    on scales from 0.01 to 10,000; LDL from total cholesterol, HDL and triglycerides (Friedewald);
+    counts (visits, prescriptions, allergies); zero-inflated columns (alcohol units a week, pack-years,
+    ICU hours: 0 in 98% of rows, transfused units: 0 in 99.5%); bounded percentages; a pain score;
+    15 yes/no conditions; analytes not ordered for some wards and cells missing at random.
+
+    Planted, one impossible cell per row: ``year_typo`` (a birth year 200 years off),
+    ``unit_x1000`` (an analyte 1,000 times its value), ``negative_count`` (a negative count),
+    ``decimal_shift`` (height or weight 100 times its value), ``sentinel`` (999999 or -1 in an
+    analyte).  Rows whose only oddity is a rare but legitimate value (ICU hours, transfusions)
+    are listed in ``rare`` and never planted.
+    """
+    import pandas as pd
+
+    rng = np.random.default_rng(random_state)
+    world = np.random.default_rng(4242)
+    n = n_rows
+    sites = np.array([f"S{k:02d}" for k in range(12)])
+    site = rng.choice(12, size=n, p=world.dirichlet(np.full(12, 3.0)))
+    analyzer = np.where(rng.random(n) < 0.95, world.integers(0, 4, 12)[site], rng.integers(0, 4, n))
+    wards = np.array(["medicine", "surgery", "cardio", "renal", "oncology", "icu", "outpatient", "geriatric"])
+    ward = rng.choice(8, size=n, p=[0.2, 0.15, 0.12, 0.08, 0.1, 0.05, 0.22, 0.08])
+    sex = rng.choice(["F", "M"], size=n)
+    male = sex == "M"
+    collected = pd.Timestamp("2023-01-01") + pd.to_timedelta(rng.integers(0, 365, n), "D") + pd.to_timedelta(
+        np.clip(rng.normal(9.5, 2.0, n), 5, 22) * 3600, "s"
+    )
+    age = np.clip(rng.gamma(6.0, 9.0, n), 18, 99)
+    age = np.where(wards[ward] == "geriatric", np.maximum(age, 70), age).round()
+    birth_year = (2023 - age - (rng.random(n) < 0.5)).astype(int)
+    height = np.where(male, rng.normal(177, 7, n), rng.normal(164, 6.5, n))
+    bmi = np.exp(rng.normal(3.25, 0.17, n))
+    weight = bmi * (height / 100) ** 2
+    factors = rng.normal(size=(n, 5)) + np.c_[np.zeros((n, 4)), 0.02 * (age - 50)]
+    loadings = world.normal(0, 1, (40, 5)) * (world.random((40, 5)) < 0.35)
+    centre = world.uniform(-4.5, 9.0, 40)
+    spread = world.uniform(0.12, 0.5, 40)
+    analytes = np.exp(centre + spread * (factors @ loadings.T * 0.6 + rng.normal(size=(n, 40))) + 0.1 * male[:, None])
+    names = [f"lab_{k:02d}" for k in range(40)]
+    hdl = np.exp(np.log(55) - 0.15 * male + 0.2 * factors[:, 3] + rng.normal(0, 0.2, n))
+    trig = np.exp(np.log(130) + 0.35 * factors[:, 3] + rng.normal(0, 0.35, n))
+    total = np.exp(np.log(195) + 0.15 * factors[:, 3] + rng.normal(0, 0.12, n))
+    total = np.maximum(total, hdl + trig / 5 + 30)
+    ldl = total - hdl - trig / 5
+    conditions = {
+        name: rng.random(n) < 1 / (1 + np.exp(-(world.normal(-1.5, 0.8) + 0.6 * factors[:, k % 5] + 0.02 * (age - 55))))
+        for k, name in enumerate(
+            ["diabetes", "hypertension", "ckd", "copd", "asthma", "cad", "chf", "afib", "stroke", "cancer",
+             "depression", "obesity", "osteoporosis", "thyroid", "liver_disease"]
+        )
+    }  # fmt: skip
+    icu = np.where((rng.random(n) < 0.02) | (wards[ward] == "icu") & (rng.random(n) < 0.3),
+                   np.round(rng.lognormal(3.5, 1.0, n)), 0.0)  # fmt: skip
+    transfused = np.where(rng.random(n) < 0.005, rng.integers(1, 9, n), 0)
+    frame = {
+        "sample_id": [f"L{random_state:02d}-{i:06d}" for i in range(n)],
+        "patient_no": _unique_integers(rng, n, 1_000_000, 9_999_999),
+        "collected": collected.strftime("%Y-%m-%d %H:%M"),
+        "site": sites[site],
+        "analyzer": np.array(["A100", "B220", "C-3", "DX9"])[analyzer],
+        "sex": sex,
+        "ward": wards[ward],
+        "fasting": np.where(rng.random(n) < 0.35, "Y", "N"),
+        "birth_year": birth_year,
+        "age": age.astype(int),
+        "height_cm": height.round(1),
+        "weight_kg": weight.round(1),
+        "bmi": (weight / (height / 100) ** 2).round(1),
+        **{name: np.round(analytes[:, k], 3) for k, name in enumerate(names)},
+        "hdl": hdl.round(),
+        "triglycerides": trig.round(),
+        "cholesterol": total.round(),
+        "ldl": ldl.round(),
+        "visits_12m": rng.poisson(np.exp(1.0 + 0.3 * factors[:, 0] + 0.01 * (age - 50))),
+        "prescriptions": rng.negative_binomial(2, 2 / (2 + np.exp(1.2 + 0.015 * (age - 50)))),
+        "allergies": rng.binomial(5, 0.08, n),
+        "alcohol_units_week": np.where(rng.random(n) < 0.4, np.round(rng.gamma(2.0, 4.0, n)), 0.0),
+        "pack_years": np.where(rng.random(n) < 0.3, np.round(rng.gamma(2.5, 8.0, n), 1), 0.0),
+        "icu_hours": icu,
+        "transfused_units": transfused,
+        "hematocrit_pct": np.clip(np.where(male, 45, 40) + 3 * factors[:, 4] + rng.normal(0, 2, n), 20, 60).round(1),
+        "oxygen_sat_pct": np.clip(100 - rng.gamma(1.5, 1.5, n), 80, 100).round(),
+        "pain_score": np.clip(np.round(rng.gamma(1.2, 2.0, n)), 0, 10).astype(int),
+        **{name: np.where(flag, "yes", "no") for name, flag in conditions.items()},
+    }
+    df = pd.DataFrame(frame)
+    # Analytes a ward does not order, and cells missing at random.
+    for k, name in enumerate(names[:12]):
+        skip = np.isin(ward, world.choice(8, size=2, replace=False)) & (rng.random(n) < 0.8)
+        df.loc[skip, name] = np.nan
+    rare = np.flatnonzero((icu > 0) | (transfused > 0))
+    kinds = kinds or LAB_KINDS
+    candidates = np.setdiff1d(np.arange(n), rare)
+    rows = np.sort(rng.choice(candidates, size=n_anomalies, replace=False)) if n_anomalies else np.zeros(0, int)
+    measured = names[12:]  # never blanked by a ward
+    records = []
+    for k, row in enumerate(rows):
+        kind = kinds[k % len(kinds)]
+        if kind == "year_typo":
+            col = "birth_year"
+            df.loc[row, col] = int(df.loc[row, col]) + (200 if rng.random() < 0.5 else -200)
+        elif kind == "unit_x1000":
+            col = str(rng.choice(measured))
+            df.loc[row, col] = float(df.loc[row, col]) * 1000
+        elif kind == "negative_count":
+            col = str(rng.choice(["visits_12m", "prescriptions", "allergies"]))
+            df.loc[row, col] = -int(rng.integers(1, 4))
+        elif kind == "decimal_shift":
+            col = str(rng.choice(["height_cm", "weight_kg"]))
+            df.loc[row, col] = round(float(df.loc[row, col]) * 100, 1)
+        elif kind == "sentinel":
+            col = str(rng.choice(measured))
+            df.loc[row, col] = 999999.0 if rng.random() < 0.5 else -1.0
+        else:
+            raise ValueError(f"unknown anomaly kind {kind!r}")
+        records.append({"row": int(row), "kind": kind, "causes": (col,)})
+    keep = set(rows.tolist())
+    _knock_out(df, ["weight_kg", "lab_20", "lab_31", "hematocrit_pct", "alcohol_units_week", "fasting"],
+               missing_rate, rng, keep)  # fmt: skip
+    return PlantedTable(df, pd.DataFrame(records, columns=["row", "kind", "causes"]), rare=rare)
+
+
+METER_KINDS = ("counter_reset", "bill_mismatch", "unit_error", "swapped_days_temperature", "wrong_tariff")
+
+
+def make_meter_readings(
+    n_rows: int = 3000,
+    n_anomalies: int = 20,
+    random_state: int = 0,
+    missing_rate: float = 0.02,
+    kinds: tuple[str, ...] | None = None,
+) -> PlantedTable:
+    """Electricity meter readings, 14 columns: id, read date, meter type, tariff (following the
+    type), region, occupants, floor area, the previous and current counter, the consumption
+    between them (their difference), billing days, mean outdoor temperature (region and season),
+    the bill (the tariff's rate times consumption plus a fixed charge) and a payment method.
+
+    Planted, each breaking a relation while its cells stay in range, or one gross value:
+    ``counter_reset`` (current counter below the previous one: current_kwh, consumption_kwh),
+    ``bill_mismatch`` (a bill three times what the consumption and tariff make: bill),
+    ``unit_error`` (consumption and counter in Wh, 1,000 times: consumption_kwh, current_kwh),
+    ``swapped_days_temperature`` (the two cells swapped: billing_days, mean_temp_c),
+    ``wrong_tariff`` (a tariff of another meter type: tariff, meter_type).
+    """
+    import pandas as pd
+
+    rng = np.random.default_rng(random_state)
+    world = np.random.default_rng(777_000)
+    n = n_rows
+    types = np.array(["residential", "commercial", "industrial"])
+    mtype = rng.choice(3, size=n, p=[0.75, 0.2, 0.05])
+    tariffs = {0: ["R-basic", "R-green", "R-night"], 1: ["C-flat", "C-peak"], 2: ["I-bulk", "I-hv"]}
+    rate = {"R-basic": 0.31, "R-green": 0.34, "R-night": 0.27, "C-flat": 0.24, "C-peak": 0.29,
+            "I-bulk": 0.15, "I-hv": 0.12}  # fmt: skip
+    fixed = {0: 9.5, 1: 35.0, 2: 220.0}
+    tariff = np.array([str(rng.choice(tariffs[t])) for t in mtype], dtype=object)
+    region = rng.choice(6, size=n)
+    month = rng.integers(1, 13, n)
+    season = np.cos((month - 1) / 12 * 2 * np.pi)  # 1 in January
+    temp = world.uniform(6, 14, 6)[region] - 9 * season + rng.normal(0, 2.5, n)
+    occupants = np.where(mtype == 0, 1 + rng.poisson(1.6, n), 0)
+    area = np.exp(np.where(mtype == 0, 4.5 + 0.15 * occupants, np.where(mtype == 1, 6.0, 7.5)) + rng.normal(0, 0.35, n))
+    days = rng.integers(28, 34, n)
+    base = np.where(mtype == 0, 2.2 + 1.6 * occupants, np.where(mtype == 1, 0.09, 0.25) * area)
+    per_day = base * (1 + 0.03 * np.maximum(16 - temp, 0)) * np.exp(rng.normal(0, 0.25, n))
+    consumption = np.round(per_day * days)
+    previous = np.round(rng.uniform(1_000, 90_000, n) * np.where(mtype == 2, 20, 1))
+    current = previous + consumption
+    bill = np.array([rate[t] for t in tariff]) * consumption + np.array([fixed[t] for t in mtype])
+    df = pd.DataFrame(
+        {
+            "reading_id": [f"R{random_state:02d}{i:07d}" for i in range(n)],
+            "read_date": (pd.Timestamp("2023-12-31") - pd.to_timedelta(rng.integers(0, 28, n), "D")
+                          + pd.to_timedelta((month - 12) * 30, "D")).strftime("%d/%m/%Y"),
+            "meter_type": types[mtype],
+            "tariff": tariff,
+            "region": np.array(["north", "south", "east", "west", "coast", "alps"])[region],
+            "occupants": occupants,
+            "floor_area_m2": area.round(),
+            "previous_kwh": previous,
+            "current_kwh": current,
+            "consumption_kwh": consumption,
+            "billing_days": days,
+            "mean_temp_c": temp.round(1),
+            "bill": bill.round(2),
+            "payment": rng.choice(["direct_debit", "card", "transfer", "cash"], size=n, p=[0.6, 0.2, 0.15, 0.05]),
+        }
+    )  # fmt: skip
+    kinds = kinds or METER_KINDS
+    rows = _planted_rows(n, n_anomalies, rng)
+    records = []
+    for k, row in enumerate(rows):
+        kind = kinds[k % len(kinds)]
+        if kind == "counter_reset":
+            used = float(df.loc[row, "consumption_kwh"])
+            df.loc[row, "current_kwh"] = float(df.loc[row, "previous_kwh"]) - used
+            df.loc[row, "consumption_kwh"] = -used
+            causes: tuple[str, ...] = ("current_kwh", "consumption_kwh")
+        elif kind == "bill_mismatch":
+            df.loc[row, "bill"] = round(3 * float(df.loc[row, "bill"]), 2)
+            causes = ("bill",)
+        elif kind == "unit_error":
+            used = float(df.loc[row, "consumption_kwh"])
+            df.loc[row, "consumption_kwh"] = used * 1000
+            df.loc[row, "current_kwh"] = float(df.loc[row, "previous_kwh"]) + used * 1000
+            causes = ("consumption_kwh", "current_kwh")
+        elif kind == "swapped_days_temperature":
+            d, t = df.loc[row, "billing_days"], df.loc[row, "mean_temp_c"]
+            df.loc[row, "billing_days"], df.loc[row, "mean_temp_c"] = int(round(abs(t))), float(d)
+            causes = ("billing_days", "mean_temp_c")
+        elif kind == "wrong_tariff":
+            own = int(mtype[row])
+            other = [t for m, ts in tariffs.items() if m != own for t in ts]
+            df.loc[row, "tariff"] = str(rng.choice(other))
+            causes = ("tariff", "meter_type")
+        else:
+            raise ValueError(f"unknown anomaly kind {kind!r}")
+        records.append({"row": int(row), "kind": kind, "causes": causes})
+    _knock_out(df, ["floor_area_m2", "mean_temp_c", "payment"], missing_rate, rng, set(rows.tolist()))
+    return PlantedTable(df, pd.DataFrame(records, columns=["row", "kind", "causes"]))
+
+
+#: Families written to judge the flags on tables unlike the first six (a wide laboratory table, a
+#: narrow one of relations between meter readings).
+FAMILIES.update({"lab_panel": make_lab_panel, "meters": make_meter_readings})

@@ -41,9 +41,25 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from nrad.calibration import ROW_TRIM, TailModel, benjamini_hochberg, check_level, combine, top_fraction
+from nrad.calibration import (
+    DISTANCE_TRIM,
+    SCORE_TRIM,
+    TailModel,
+    benjamini_hochberg,
+    check_level,
+    combine,
+    top_fraction,
+)
 from nrad.categories import CategoryModel
-from nrad.cells import CATEGORY_SHARE, CELL_MAX_SHAPE, CELL_WEIGHT, NumericCellTests, category_p_values
+from nrad.cells import (
+    CATEGORY_SHARE,
+    CELL_MAX_SHAPE,
+    CELL_TRIM,
+    CELL_WEIGHT,
+    LatticeWalls,
+    NumericCellTests,
+    category_p_values,
+)
 from nrad.detector import NRDE, fit_together
 from nrad.errors import NradError
 from nrad.fusion import Fusion
@@ -84,8 +100,8 @@ FOLD_BANDS = ((1000, 5), (2000, 3))
 CROSS_FIT_FOLDS = 2
 #: The table model's flows keep every source (no noise split): on tables the split rarely finds
 #: noise, and where it split it dropped the weak directions where broken relations between
-#: columns show (docs/method.md, section 12b).  ``n_pure_sources=None`` passed to
-#: :func:`fit_table` brings NRDE's split back.
+#: columns show (docs/method.md, section 14).  ``fit_table(..., source_split=True)`` (``nrad
+#: detect --source-split``) brings NRDE's split back.
 PURE_SOURCES = "all"
 #: What a table model scores with: the density fused with neighbour and isolation scores (see
 #: :mod:`nrad.fusion`; the default), or the density alone (NRDE's flows with the category model).
@@ -146,16 +162,18 @@ class TableModel:
     residual_variance: float = 1.0
     #: The numeric cells' calibrated tails (None without numbers).
     cell_tests: NumericCellTests | None = None
+    #: The walls of lattice columns (counts, ratings): a value beyond one is outside the column's
+    #: support (None without numbers).
+    walls: LatticeWalls | None = None
     #: The robust distance's own calibrated tail (None without numbers).
     distance_tail: TailModel | None = None
     #: Cross-fitting: the fold of each training row (its rows are scored by the flow of that
     #: fold, which did not see them).  Only for the table just fitted; not saved.
     folds: np.ndarray | None = field(default=None, repr=False)
-    #: The robust distance's tail that p-values of the training rows themselves are read from
-    #: (in-sample scoring), fitted without the scores above a gap (bad rows among them must not
-    #: calibrate themselves away; nrad.calibration.gap_trim).  The row score and the cells use the
-    #: tails of new rows.  Only for the table just fitted; not saved.
-    own_distance_tail: TailModel | None = field(default=None, repr=False)
+    #: The tails that p-values of the training rows themselves are read from (in-sample scoring):
+    #: the same channels fitted without their top scores, where the table's own anomalies are
+    #: (see :class:`InSampleTails`).  Only for the table just fitted; not saved.
+    own_tails: InSampleTails | None = field(default=None, repr=False)
 
     @property
     def score_units(self) -> str:
@@ -228,6 +246,22 @@ class TableModel:
             return np.zeros(len(z))
         return self.per_fold(self.gaussians, lambda g, rows: g.distance(rows), self.gaussian_input(z), folds)
 
+    def raw_values(self, prep: Prepared) -> np.ndarray:
+        """(n, p) the numbers in the table's units, a spike's cells at the spike (NaN where missing)."""
+        raw = np.column_stack([self.scaler.unshape(j, prep.y[:, j]) for j in range(prep.y.shape[1])])
+        raw = raw.reshape(prep.y.shape)
+        n_cat = len(self.schema.categorical_names)
+        for k, j in enumerate(self.indicator_features):
+            spike = self.schema.columns[self.schema.numeric_sources[j]].spike
+            if spike is not None:
+                raw[prep.codes[:, n_cat + k] == SPIKE, j] = spike
+        return raw
+
+    def cell_values(self, prep: Prepared, y: np.ndarray | None = None) -> np.ndarray:
+        """(n, p) each numeric cell's value given its context, uncompressed (NaN where absent):
+        see :meth:`nrad.scaler.NumericScaler.residuals`."""
+        return self.scaler.residuals(prep.y if y is None else y, prep.codes)
+
     def cell_residuals(
         self, prep: Prepared, z: np.ndarray, folds: np.ndarray | None = None, y: np.ndarray | None = None
     ) -> np.ndarray:
@@ -260,39 +294,45 @@ class TableModel:
             if self.distance_tail is not None
             else None
         )
-        residuals = self.cell_residuals(prep, z, folds) if self.cell_tests is not None else None
-        in_sample = folds is not None and self.own_distance_tail is not None
-        tails = (self.tail, self.own_distance_tail if in_sample else self.distance_tail, self.cell_tests)
-        p = self._channel_p_values(tails, scores, distance, residuals)
-        n_rows = 1 + int(self.distance_tail is not None)
-        tested = self.tested_codes()
-        numeric = p.shape[1] - n_rows
-        categorical = int(tested.sum())
-        p = (
-            np.hstack([p, category_p_values(self.categories, prep.codes, own)[:, tested]])
-            if categorical
-            else p
+        cells = (
+            (self.cell_residuals(prep, z, folds), self.cell_values(prep)) if self.cell_tests is not None else None
         )
-        combined, which = combine(p, test_weights(n_rows, numeric, categorical))
+        beyond = self.walls.beyond(self.raw_values(prep)) if self.walls is not None else None
+        tails = (self.tail, self.distance_tail, self.cell_tests)
+        if folds is not None and self.own_tails is not None:
+            tails = (self.own_tails.row, self.own_tails.distance, self.own_tails.cells)
+        log_p = self._channel_log_p_values(tails, scores, distance, cells)
+        n_rows = 1 + int(self.distance_tail is not None)
+        if beyond is not None and cells is not None and beyond.any():
+            cell_part = log_p[:, n_rows : n_rows + beyond.shape[1]]
+            cell_part[beyond] = -np.inf
+        tested = self.tested_codes()
+        numeric = log_p.shape[1] - n_rows
+        categorical = int(tested.sum())
+        if categorical:
+            categories = category_p_values(self.categories, prep.codes, own)[:, tested]
+            log_p = np.hstack([log_p, np.log(categories)])
+        combined, which = combine(log_p, test_weights(n_rows, numeric, categorical))
         columns = np.r_[np.full(n_rows, -1), self.cell_columns()]
         return combined, columns[which]
 
     @staticmethod
-    def _channel_p_values(
+    def _channel_log_p_values(
         tails: tuple[TailModel, TailModel | None, NumericCellTests | None],
         scores: np.ndarray,
         distance: np.ndarray | None,
-        residuals: np.ndarray | None,
+        cells: tuple[np.ndarray, np.ndarray] | None,
     ) -> np.ndarray:
-        """(n, channels) p-values of the row score, the robust distance and the numeric cells."""
+        """(n, channels) log p-values of the row score, the robust distance and the numeric cells
+        (``cells``: their residuals given the row, and their values in context)."""
         tail, distance_tail, cell_tests = tails
-        out = [tail.p_values(scores)[:, None]]
+        out = [tail.log_p_values(scores)[:, None]]
         if distance_tail is not None and distance is not None:
             # The robust distance on its own too: a cluster of bad rows that the other members
             # learn as normal stands apart here, and its gap survives (nrad.calibration.gap_trim).
-            out.append(distance_tail.p_values(distance)[:, None])
-        if cell_tests is not None and residuals is not None:
-            out.append(cell_tests.p_values(residuals))
+            out.append(distance_tail.log_p_values(distance)[:, None])
+        if cell_tests is not None and cells is not None:
+            out.append(cell_tests.log_p_values(*cells))
         return np.hstack(out)
 
     def tested_codes(self) -> np.ndarray:
@@ -554,6 +594,25 @@ class TableModel:
 
 
 @dataclass(frozen=True)
+class InSampleTails:
+    """The channels' tails for p-values of the rows the model was fitted on (``nrad detect``).
+
+    Those rows hold the anomalies being looked for, and a tail fitted on
+    them would be made heavy by them: each tail is fitted without its top
+    scores, by a likelihood truncated where they begin
+    (:meth:`nrad.calibration.TailModel.fit`).  The row score leaves out a
+    fixed share (``SCORE_TRIM``); the robust distance also a cluster above
+    a gap (``DISTANCE_TRIM``: a broken batch that the density learns as
+    normal stands apart there); each cell's tails a fixed share of the
+    rows (``CELL_TRIM``).
+    """
+
+    row: TailModel
+    distance: TailModel | None
+    cells: NumericCellTests | None
+
+
+@dataclass(frozen=True)
 class FlagRule:
     """How rows are flagged: Benjamini-Hochberg at an FDR, or the top share of scores."""
 
@@ -680,6 +739,7 @@ def fit_table(
     progress: Progress | None = None,
     detector: str = "fused",
     keep: Sequence[str] = (),
+    source_split: bool = False,
     **nrde_params: Any,
 ) -> TableModel:
     """Learn the schema, the category model, the scaler, the flows and the calibration from ``df``.
@@ -694,6 +754,9 @@ def fit_table(
     ``detector``: ``"fused"`` (default) adds cross-fitted neighbour and
     isolation members (:mod:`nrad.fusion`); ``"nrde"`` scores with the density alone.
     ``keep``: columns kept as features even if they look like identifiers.
+    ``source_split``: the flows split their sources into pure and noise and score the pure
+    data's density, as NRDE does (the paper's method); by default they keep every source
+    (``PURE_SOURCES``).
     """
     if detector not in DETECTORS:
         raise NradError(f"detector must be one of {', '.join(DETECTORS)}, got {detector!r}")
@@ -712,6 +775,7 @@ def fit_table(
     codes = np.hstack([enc.codes, indicator_codes(schema, enc)])
     categories = CategoryModel.fit(codes, n_codes + [len(labels) for labels in indicator_labels(schema)])
     info["detector"] = detector
+    info["source_split"] = bool(source_split)
     model = TableModel(schema, categories, scaler, [], None, id_column, list(ignore), info)
     n_folds = cross_fit_folds(len(features))
     model.folds = rng.permutation(len(features)) % n_folds
@@ -737,7 +801,7 @@ def fit_table(
             params = {
                 "latent_tail": LATENT_TAIL,
                 "tol": "auto",
-                "n_pure_sources": PURE_SOURCES,
+                "n_pure_sources": None if source_split else PURE_SOURCES,
                 **nrde_params,
             }
             flows = [NRDE(random_state=random_state + k, verbose=verbose, **params) for k in range(n_folds)]
@@ -756,8 +820,10 @@ def fit_table(
         # in a continuous tail (nrad.calibration.gap_trim) and trim it as anomalies.
         spread = _spread_levels(y, ~np.isnan(y), np.random.default_rng(random_state + 1))
         residuals = model.cell_residuals(prep, z, model.folds, y=spread)
+        values = model.cell_values(prep, y=spread)
         distances = distance_statistic(model.gaussian_distance(z, model.folds), z.shape[1])
-        model.cell_tests = NumericCellTests.fit(residuals)
+        model.cell_tests = NumericCellTests.fit(residuals, values)
+        model.walls = LatticeWalls.fit(model.raw_values(prep), scaler.discrete)
         model.distance_tail = TailModel.fit(distances, max_shape=CELL_MAX_SHAPE)
     if detector == "fused" and enc.numeric.shape[1]:
         say(f"fitting neighbour and isolation scores ({n_folds} folds)")
@@ -767,10 +833,13 @@ def fit_table(
         scores = model.fusion.combine(scores, members)
     model.tail = TailModel.fit(scores)
     numeric = enc.numeric.shape[1] > 0
-    # Only the robust distance is trimmed for in-sample scoring: a cluster of bad rows that the
-    # other members learn as normal stands apart there; the row score's and the cells' tails are
-    # those of new rows (a gap test trims natural structure too, and flags it).
-    model.own_distance_tail = TailModel.fit(distances, ROW_TRIM, CELL_MAX_SHAPE) if numeric else None
+    # The table scored against itself holds its anomalies: each channel's own tail leaves its top
+    # scores out (InSampleTails).
+    model.own_tails = InSampleTails(
+        TailModel.fit(scores, SCORE_TRIM),
+        TailModel.fit(distances, DISTANCE_TRIM, CELL_MAX_SHAPE) if numeric else None,
+        NumericCellTests.fit(residuals, values, CELL_TRIM) if numeric else None,
+    )
     info.update(n_train_rows=len(features), preprocess_counts={**schema.counts, **enc.counts})
     return model
 

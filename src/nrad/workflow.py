@@ -90,6 +90,7 @@ def fit_model(
     progress: Progress = _quiet,
     detector: str = "fused",
     keep: Sequence[str] = (),
+    source_split: bool = False,
 ) -> TableModel:
     """Fit a table model on TRAIN, or on a uniform sample of ``sample_rows`` rows if it is larger.
 
@@ -103,7 +104,7 @@ def fit_model(
     sample = sample_table(train, sample_rows, random_state)
     model = fit_table(sample.frame, id_column, ignore, random_state=random_state, verbose=verbose,
                       what=str(train), progress=progress, max_epochs=max_epochs,
-                      detector=detector, keep=keep)  # fmt: skip
+                      detector=detector, keep=keep, source_split=source_split)  # fmt: skip
     model.info["sample"] = sample.info
     if model_path is not None:
         from nrad.model_file import save_model
@@ -254,6 +255,7 @@ def detect(
     detector: str = "fused",
     with_input: bool = True,
     keep: Sequence[str] = (),
+    source_split: bool = False,
 ) -> Outcome:
     """Fit on TRAIN (or on DATA itself) and score DATA.
 
@@ -280,7 +282,8 @@ def detect(
         notes = []
     model = fit_table(train_df.drop(columns=[c for c in drop if c in train_df.columns]), id_column, ignore,
                       random_state=random_state, verbose=verbose, what=str(train or data), progress=progress,
-                      max_epochs=max_epochs, detector=detector, keep=keep)  # fmt: skip
+                      max_epochs=max_epochs, detector=detector, keep=keep,
+                      source_split=source_split)  # fmt: skip
     outcome = score_data(model, data_df, out=out, report=report, fdr=fdr, contamination=contamination,
                          label_column=label_column, explain=explain, in_sample=train is None,
                          notes=notes, progress=progress, with_input=with_input)  # fmt: skip

@@ -112,7 +112,7 @@ def _nrde(**kwargs: Any) -> Callable[[int, int], Any]:
 register("nrde", _nrde(), score="anomaly_score", note="NRDE defaults")
 
 
-def _table_detector(seed: int, detector: str) -> Any:
+def _table_detector(seed: int, detector: str, source_split: bool = False) -> Any:
     """Exactly what ``nrad detect`` runs, on a numeric array (the columns become a table)."""
     from nrad.estimator import TableDetector
 
@@ -131,7 +131,7 @@ def _table_detector(seed: int, detector: str) -> Any:
                 return self.decision_scores_
             return self.anomaly_score(X)
 
-    return TableOnArrays(detector=detector, random_state=seed)
+    return TableOnArrays(detector=detector, random_state=seed, source_split=source_split)
 
 
 register(
@@ -146,6 +146,12 @@ register(
     lambda seed, d: _table_detector(seed, "nrde"),
     score="transductive_score",
     note="nrad detect --detector nrde: the table model's density alone",
+)
+register(
+    "default-split",
+    lambda seed, d: _table_detector(seed, "fused", source_split=True),
+    score="transductive_score",
+    note="nrad detect --source-split: the default with NRDE's pure / noise split of the flows' sources",
 )
 register(
     "vanilla-flow",
