@@ -215,11 +215,10 @@ def one_run(kind: str, generator: str, mode: str, seed: int, rows: int, dump: st
 
 def _shapes(model: Any, in_sample: bool) -> dict[str, float]:
     """The fitted tail shape of each channel the run's p-values were read from."""
-    own = model.own_tails if in_sample else None
-    row_tail = own.row if own else model.tail
-    distance = own.distance if own else model.distance_tail
-    cells = own.cells if own else model.cell_tests
-    out = {"row_shape": _shape(row_tail), "distance_shape": _shape(distance)}
+    tails = model.own_tails if in_sample else model.tails
+    cells = tails.cells
+    out = {"row_shape": _shape(tails.row), "density_shape": _shape(tails.density),
+           "distance_shape": _shape(tails.distance)}  # fmt: skip
     for name in ("upper", "lower", "value_upper", "value_lower"):
         shapes = [_shape(t) for t in getattr(cells, name)] if cells is not None else []
         shapes = [s for s in shapes if np.isfinite(s)]
@@ -295,7 +294,7 @@ def report(path: Path, qq: Path | None = None) -> str:
                   "percentile / largest. Cells: per run the median and the largest over the table's "
                   "columns; `residual` is the cell given the row's other numbers, `value` the cell in "
                   "its context.", ""]  # fmt: skip
-        shape_cols = {"row score": "row_shape", "robust distance": "distance_shape",
+        shape_cols = {"row score": "row_shape", "density (nats)": "density_shape", "robust distance": "distance_shape",
                       "cell residual (median column)": ["cell_upper_median", "cell_lower_median"],
                       "cell residual (largest column)": ["cell_upper_max", "cell_lower_max"],
                       "cell value (median column)": ["cell_value_upper_median", "cell_value_lower_median"],

@@ -91,7 +91,9 @@ def judge(scores: pd.DataFrame, truth: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def one_table(family: str, seed: int, rows: int, report: bool, keep: Path | None) -> list[dict[str, Any]]:
+def one_table(
+    family: str, seed: int, rows: int, report: bool, keep: Path | None, options: tuple[str, ...] = ()
+) -> list[dict[str, Any]]:
     work = Path(tempfile.mkdtemp(prefix="nrad-main-job-")) if keep is None else keep / f"{family}-{seed}"
     work.mkdir(parents=True, exist_ok=True)
     table = make(family, rows, 20, 1000 + seed)
@@ -100,9 +102,9 @@ def one_table(family: str, seed: int, rows: int, report: bool, keep: Path | None
     ident = IDS[family]
     extra = ["--report", "a.html"] if report else []
     t_detect, m_detect = run(
-        ["detect", "T.csv", "--id-column", ident, "--fdr", "0.1", "--out", "a.csv", *extra], work
+        ["detect", "T.csv", "--id-column", ident, "--fdr", "0.1", "--out", "a.csv", *extra, *options], work
     )
-    t_fit, m_fit = run(["fit", "clean.csv", "--id-column", ident, "--model", "m.nrad"], work)
+    t_fit, m_fit = run(["fit", "clean.csv", "--id-column", ident, "--model", "m.nrad", *options], work)
     t_score, m_score = run(["score", "T.csv", "--model", "m.nrad", "--fdr", "0.1", "--out", "b.csv"], work)
     out = []
     for way, name, secs, mem in (
@@ -226,6 +228,7 @@ def main() -> None:
         "--keep", type=Path, default=None, help="keep the tables and outputs under this folder"
     )
     parser.add_argument("--timing", action="store_true", help="time the commands on one table instead")
+    parser.add_argument("--options", default="", help="more options for nrad detect and fit, e.g. --source-split")
     parser.add_argument("--out", type=Path, default=None, help="append the rows to this CSV")
     parser.add_argument(
         "--summary", type=Path, default=None, help="only print the markdown summary of this CSV"
@@ -253,7 +256,7 @@ def main() -> None:
         rows = []
         for family in args.families.split(","):
             for seed in parse_seeds(args.seeds):
-                for row in one_table(family, seed, args.rows, args.report, args.keep):
+                for row in one_table(family, seed, args.rows, args.report, args.keep, tuple(args.options.split())):
                     rows.append(row)
                     print(row, flush=True)
         frame = pd.DataFrame(rows)

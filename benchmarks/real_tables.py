@@ -153,7 +153,7 @@ def load(table: RealTable) -> pd.DataFrame:
     return df
 
 
-def run_table(table: RealTable, fdr: float, work: Path) -> dict:
+def run_table(table: RealTable, fdr: float, work: Path, options: tuple[str, ...] = ()) -> dict:
     df = load(table)
     known = set(table.known(df))
     path = work / f"{table.name}.csv"
@@ -161,7 +161,7 @@ def run_table(table: RealTable, fdr: float, work: Path) -> dict:
     out = work / f"{table.name}.scores.csv"
     start = time.perf_counter()
     res = subprocess.run([*NRAD, "detect", str(path), "--id-column", "rownames", "--fdr", str(fdr),
-                          "--out", str(out)], capture_output=True, text=True)  # fmt: skip
+                          "--out", str(out), *options], capture_output=True, text=True)  # fmt: skip
     seconds = time.perf_counter() - start
     base = {"table": f"{table.package}::{table.name}", "rows": len(df), "columns": df.shape[1] - 1,
             "known": len(known), "seconds": round(seconds, 1)}  # fmt: skip
@@ -232,6 +232,7 @@ def main() -> None:
     parser.add_argument("--fdr", type=float, default=0.1)
     parser.add_argument("--out", type=Path, default=None, help="write the per-table rows to this CSV")
     parser.add_argument("--report", type=Path, default=None, help="write the markdown report here")
+    parser.add_argument("--options", default="", help="more options for nrad detect, e.g. --source-split")
     args = parser.parse_args()
     wanted = {t for t in args.tables.split(",") if t}
     rows = []
@@ -239,7 +240,7 @@ def main() -> None:
         for table in TABLES:
             if wanted and table.name not in wanted:
                 continue
-            rows.append(run_table(table, args.fdr, Path(tmp)))
+            rows.append(run_table(table, args.fdr, Path(tmp), tuple(args.options.split())))
             print({k: v for k, v in rows[-1].items() if k not in ("reasons",)}, flush=True)
     frame = pd.DataFrame(rows)
     if args.out is not None:

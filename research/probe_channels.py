@@ -32,13 +32,12 @@ def channels(model, df: pd.DataFrame, in_sample: bool) -> pd.DataFrame:
     distance = distance_statistic(model.gaussian_distance(z, folds), z.shape[1])
     residuals = model.cell_residuals(prep, z, folds)
     values = model.cell_values(prep)
-    tails = model.own_tails if in_sample else None
-    row_tail = tails.row if tails else model.tail
-    dist_tail = tails.distance if tails else model.distance_tail
-    cell_tests = tails.cells if tails else model.cell_tests
-    p_row = row_tail.p_values(scores)
-    p_dist = dist_tail.p_values(distance)
-    p_cells = cell_tests.p_values(residuals, values) if cell_tests is not None else np.ones((len(df), 0))
+    tails = model.own_tails if in_sample else model.tails
+    p_row = tails.row.p_values(scores)
+    density = model.density_prepared(prep, folds)[0]
+    p_density = tails.density.p_values(density) if tails.density is not None else np.full(len(df), np.nan)
+    p_dist = tails.distance.p_values(distance)
+    p_cells = tails.cells.p_values(residuals, values) if tails.cells is not None else np.ones((len(df), 0))
     tested = model.tested_codes()
     p_cats = category_p_values(model.categories, prep.codes, prep.own_codes if in_sample else None)[:, tested]
     combined, which = model.row_evidence(prep, scores, z, folds)
@@ -50,6 +49,7 @@ def channels(model, df: pd.DataFrame, in_sample: bool) -> pd.DataFrame:
             "score": scores,
             "rank": pd.Series(scores).rank(ascending=False, method="min").to_numpy().astype(int),
             "p_row": p_row,
+            "p_dens": p_density,
             "p_dist": p_dist,
             "p_cell": np.nanmin(p_cells, axis=1) if p_cells.shape[1] else np.nan,
             "cell": names[num_cols[np.nanargmin(np.nan_to_num(p_cells, nan=2.0), axis=1)]]
@@ -105,7 +105,7 @@ def main() -> None:
     got["kind"] = ""
     got.loc[truth.index, "kind"] = truth["kind"]
     print(f"BH cutoff at q = {args.fdr}: {cut:.3g} ({int(got['flagged'].sum())} flagged)")
-    for name, tail in (("new rows", model.tail), ("in sample", model.own_tails.row)):
+    for name, tail in (("new rows", model.tails.row), ("in sample", model.own_tails.row)):
         print(f"row tail ({name}): threshold {tail.threshold:.3g}, shapes {tail.shapes}, "
               f"scales {np.round(tail.scales, 3)}, lift {tail.lift:.3g}, trimmed {tail.n_trimmed}")
     shown = got[(got["kind"] != "") | got["flagged"]].sort_values("p")

@@ -58,6 +58,9 @@ MAX_TAIL = 2000
 #: most anomalies a user's table is expected to hold spread along the tail; a robust distance:
 #: also a cluster of up to a quarter of the rows standing apart.
 SCORE_TRIM = (0.02, 0.02)
+#: The density score in nats (a negative log-likelihood) has a near-exponential upper tail: the
+#: heaviest shape its fits may take.
+DENSITY_MAX_SHAPE = 0.1
 DISTANCE_TRIM = (0.0, 0.25)
 MIN_FITTED = 10
 #: A gap in the top scores trims what lies above it when an exponential tail makes one so wide

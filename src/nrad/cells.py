@@ -49,12 +49,20 @@ CELL_TRIM = (0.01, 0.01)
 #: A cell's residual tails may be heavier than a row's log-density (on clean tables their fitted
 #: shapes reach 0.43 at the 95th percentile): the largest shape their fits may take.
 CELL_MAX_SHAPE = 0.5
-#: A lattice column (counts, ratings, scores) whose most extreme value holds at least this share
-#: of its values has a wall there (0 visits, a rating of 5 of 5) ...
+#: A lattice column (counts, ratings, scores) has a wall at its most extreme value (0 visits, a
+#: rating of 5 of 5) when that value holds at least this share of its values ...
 WALL_SHARE = 0.01
+#: ... and at least this share of the next value's (the values pile up there instead of thinning
+#: out: a binomial's rare 3 of 5, which a 4 follows now and then, is no wall); a count's 0 is a
+#: wall whatever the next (counts are never negative) ...
+WALL_RATIO = 0.5
 #: ... as long as at most this share of its values lie beyond it (a table fitted on itself holds
 #: its errors): a value beyond the wall (a negative count) is outside the column's support.
 BEYOND_WALL = 0.001
+#: A cell whose weighted p-value is at most this decides its row alone.  When several do (a
+#: broken relation: the birth year and the age of one row), the row names the one whose value is
+#: also unusual in its context (a birth year 200 years off, beside an ordinary age).
+DECISIVE = 1e-6
 #: Share of a row's p-value weight that goes to its cells; the rest to the row-level tests.
 CELL_WEIGHT = 0.5
 #: Of the cells' share, what the categories' tests get when there are numbers too (split equally
@@ -97,15 +105,20 @@ class NumericCellTests:
 
     def log_p_values(self, residuals: np.ndarray, values: np.ndarray) -> np.ndarray:
         """Natural logs of :meth:`p_values` (finite where they underflow)."""
-        out = np.full(residuals.shape, np.nan)
+        given_row, in_context = self.log_p_parts(residuals, values)
+        return np.minimum(np.log(2.0) + np.minimum(given_row, in_context), 0.0)
+
+    def log_p_parts(self, residuals: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(n, p) log two-sided p-values of each cell's two tests: its residual given the row, its
+        value in context (NaN where the cell is absent)."""
+        given_row, in_context = np.full(residuals.shape, np.nan), np.full(residuals.shape, np.nan)
         for j in range(self.n_features):
             t, r = residuals[:, j], values[:, j]
             seen = np.isfinite(t) & np.isfinite(r)
             if seen.any():
-                given_row = _two_sided(self.upper[j], self.lower[j], _surprise(t[seen]), _surprise(-t[seen]))
-                in_context = _two_sided(self.value_upper[j], self.value_lower[j], r[seen], -r[seen])
-                out[seen, j] = np.minimum(np.log(2.0) + np.minimum(given_row, in_context), 0.0)
-        return out
+                given_row[seen, j] = _two_sided(self.upper[j], self.lower[j], _surprise(t[seen]), _surprise(-t[seen]))
+                in_context[seen, j] = _two_sided(self.value_upper[j], self.value_lower[j], r[seen], -r[seen])
+        return given_row, in_context
 
     def to_state(self, prefix: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         meta: dict[str, Any] = {"n_features": self.n_features}
@@ -187,10 +200,13 @@ class LatticeWalls:
             if not spacing[j] > 0 or len(x) < MIN_CELL_VALUES:
                 continue
             levels, counts = np.unique(x, return_counts=True)
-            pile = counts >= WALL_SHARE * len(x)
             allowed = BEYOND_WALL * len(x)
             below, above = np.cumsum(counts) - counts, np.cumsum(counts[::-1])[::-1] - counts
-            lows, highs = np.flatnonzero(pile & (below <= allowed)), np.flatnonzero(pile & (above <= allowed))
+            piled = counts >= WALL_SHARE * len(x)
+            inner_up = np.r_[counts[1:], 0]  # the next value towards the middle, from below ...
+            inner_down = np.r_[0, counts[:-1]]  # ... and from above
+            lows = np.flatnonzero(piled & (below <= allowed) & ((counts >= WALL_RATIO * inner_up) | (levels == 0)))
+            highs = np.flatnonzero(piled & (above <= allowed) & (counts >= WALL_RATIO * inner_down))
             low[j] = levels[lows[0]] if len(lows) else np.nan
             high[j] = levels[highs[-1]] if len(highs) else np.nan
         return cls(low, high, np.asarray(spacing, dtype=np.float64) / 2.0)

@@ -28,9 +28,8 @@ from safetensors.numpy import load as load_tensors
 from safetensors.numpy import save as save_tensors
 
 from nrad import __version__
-from nrad.calibration import TailModel
 from nrad.categories import CategoryModel
-from nrad.cells import LatticeWalls, NumericCellTests
+from nrad.cells import LatticeWalls
 from nrad.detector import NRDE
 from nrad.errors import NradError
 from nrad.flow import CouplingFlow
@@ -39,12 +38,13 @@ from nrad.gaussian import RobustGaussian
 from nrad.io import atomic_path
 from nrad.preprocess import TableSchema
 from nrad.scaler import NumericScaler
-from nrad.table import MAX_CELL_FEATURES, TableModel
+from nrad.table import MAX_CELL_FEATURES, ChannelTails, TableModel
 
 FORMAT = "nrad-model"
-#: Version 5: each cell tested by its residual and by its value in context, lattice walls, the
-#: robust Gaussian's sparse columns (p-values of earlier versions were calibrated differently:
-#: those files must be refitted).
+#: Version 5: the channels' tails together (the anomaly score, the density, the robust distance,
+#: each cell tested by its residual and by its value in context), lattice walls, the robust
+#: Gaussian's sparse columns (p-values of earlier versions were calibrated differently: those
+#: files must be refitted).
 FORMAT_VERSION = 5
 READS_VERSIONS = (5,)
 MANIFEST, TENSORS = "manifest.json", "tensors.safetensors"
@@ -97,20 +97,14 @@ def _write_zip(model: TableModel, fh: Any) -> None:
     if model.fusion is not None:
         fusion, fusion_arrays = model.fusion.to_state("fusion.")
         tensors.update(fusion_arrays)
-    tails = {}
-    for name in ("tail", "distance_tail"):
-        part = getattr(model, name)
-        if part is not None:
-            tails[name], arrays = part.to_state(f"{name}.")
-            tensors.update(arrays)
+    tails = None
+    if model.tails is not None:
+        tails, arrays = model.tails.to_state()
+        tensors.update(arrays)
     gaussians = []
     for k, gaussian in enumerate(model.gaussians):
         meta, arrays = gaussian.to_state(f"gaussian{k}.")
         gaussians.append(meta)
-        tensors.update(arrays)
-    cells = None
-    if model.cell_tests is not None:
-        cells, arrays = model.cell_tests.to_state("cells.")
         tensors.update(arrays)
     if model.walls is not None:
         tensors.update(model.walls.to_state("walls."))
@@ -127,7 +121,6 @@ def _write_zip(model: TableModel, fh: Any) -> None:
         "fusion": fusion,
         "tails": tails,
         "gaussians": gaussians,
-        "cells": cells,
         "residual_variance": model.residual_variance,
         "id_column": model.id_column,
         "ignore": model.ignore,
@@ -244,30 +237,22 @@ def _rebuild(manifest: dict[str, Any], tensors: dict[str, np.ndarray]) -> TableM
     fusion = None
     if manifest.get("fusion") is not None:
         fusion = Fusion.from_state(manifest["fusion"], tensors, "fusion.", n_folds, p)
-    tails = {
-        name: TailModel.from_state(meta, tensors, f"{name}.") for name, meta in manifest["tails"].items()
-    }
+    tails = None if manifest["tails"] is None else ChannelTails.from_state(manifest["tails"], tensors)
     gaussian_width = p if basis is None or p <= MAX_CELL_FEATURES else width
     gaussians = [
         RobustGaussian.from_state(meta, tensors, f"gaussian{k}.", gaussian_width)
         for k, meta in enumerate(manifest["gaussians"])
     ]
-    cells = (
-        None
-        if manifest["cells"] is None
-        else NumericCellTests.from_state(manifest["cells"], tensors, "cells.")
-    )
-    if cells is not None and cells.n_features != p:
-        raise ValueError(f"cell tests are for {cells.n_features} numeric features, the scaler makes {p}")
+    if tails is not None and tails.cells is not None and tails.cells.n_features != p:
+        raise ValueError(f"cell tests are for {tails.cells.n_features} numeric features, the scaler makes {p}")
     walls = LatticeWalls.from_state(tensors, "walls.", p) if "walls.low" in tensors else None
     residual_variance = float(manifest["residual_variance"])
     if not residual_variance > 0:
         raise ValueError("the components' residual variance must be positive")
     return TableModel(
-        schema, categories, scaler, detectors, tails.get("tail"), manifest.get("id_column"),
+        schema, categories, scaler, detectors, tails, manifest.get("id_column"),
         list(manifest.get("ignore", [])), manifest.get("info", {}), fusion=fusion, gaussians=gaussians,
-        basis=basis, residual_variance=residual_variance, cell_tests=cells, distance_tail=tails.get("distance_tail"),
-        walls=walls,
+        basis=basis, residual_variance=residual_variance, walls=walls,
     )  # fmt: skip
 
 

@@ -42,6 +42,7 @@ import pandas as pd
 from scipy import stats
 
 from nrad.calibration import (
+    DENSITY_MAX_SHAPE,
     DISTANCE_TRIM,
     SCORE_TRIM,
     TailModel,
@@ -56,6 +57,7 @@ from nrad.cells import (
     CELL_MAX_SHAPE,
     CELL_TRIM,
     CELL_WEIGHT,
+    DECISIVE,
     LatticeWalls,
     NumericCellTests,
     category_p_values,
@@ -146,8 +148,9 @@ class TableModel:
     scaler: NumericScaler
     #: NRDE on the numeric features: one, or one per cross-fitting fold (none without numeric features).
     detectors: list[NRDE]
-    #: Calibration scores with their fitted tail (None: no calibration rows, no p-values).
-    tail: TailModel | None
+    #: The tails each channel's p-values are read from, for new rows (None: no calibration rows,
+    #: no p-values; see :class:`ChannelTails`).
+    tails: ChannelTails | None
     id_column: str | None = None
     ignore: list[str] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
@@ -160,20 +163,16 @@ class TableModel:
     #: variance ``residual_variance`` per dimension.  None: the flows read ``z`` itself.
     basis: np.ndarray | None = None
     residual_variance: float = 1.0
-    #: The numeric cells' calibrated tails (None without numbers).
-    cell_tests: NumericCellTests | None = None
     #: The walls of lattice columns (counts, ratings): a value beyond one is outside the column's
     #: support (None without numbers).
     walls: LatticeWalls | None = None
-    #: The robust distance's own calibrated tail (None without numbers).
-    distance_tail: TailModel | None = None
     #: Cross-fitting: the fold of each training row (its rows are scored by the flow of that
     #: fold, which did not see them).  Only for the table just fitted; not saved.
     folds: np.ndarray | None = field(default=None, repr=False)
     #: The tails that p-values of the training rows themselves are read from (in-sample scoring):
     #: the same channels fitted without their top scores, where the table's own anomalies are
-    #: (see :class:`InSampleTails`).  Only for the table just fitted; not saved.
-    own_tails: InSampleTails | None = field(default=None, repr=False)
+    #: (see :class:`ChannelTails`).  Only for the table just fitted; not saved.
+    own_tails: ChannelTails | None = field(default=None, repr=False)
 
     @property
     def score_units(self) -> str:
@@ -210,10 +209,18 @@ class TableModel:
         isolation and robust-distance scores of the same z (:mod:`nrad.fusion`),
         or the density score alone for a model fitted with ``detector="nrde"``.
         """
+        scores, _, z, terms = self.scores_prepared(prep, folds)
+        return scores, z, terms
+
+    def scores_prepared(
+        self, prep: Prepared, folds: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(anomaly score, density score, z, terms): :meth:`score_prepared` with the density
+        member's own score beside the fused one (the same for a ``detector="nrde"`` model)."""
         density, z, terms = self.density_prepared(prep, folds)
         if self.fusion is None:
-            return density, z, terms
-        return self.fusion.combine(density, self.members(z, folds)), z, terms
+            return density, density, z, terms
+        return self.fusion.combine(density, self.members(z, folds)), density, z, terms
 
     def members(self, z: np.ndarray, folds: np.ndarray | None = None) -> np.ndarray:
         """(n, 3) neighbour, isolation and robust-distance scores of the flows' numbers ``z``."""
@@ -277,63 +284,85 @@ class TableModel:
         return self.per_fold(self.gaussians, lambda g, r: g.cell_residuals(r[:, :p], r[:, p:]), both, folds)
 
     def row_evidence(
-        self, prep: Prepared, scores: np.ndarray, z: np.ndarray, folds: np.ndarray | None = None
+        self,
+        prep: Prepared,
+        scores: np.ndarray,
+        z: np.ndarray,
+        folds: np.ndarray | None = None,
+        density: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(p-value of each row, and what decided it: -1 the row's score, else the kept input column).
+        """(p-value of each row, and what decided it: -1 the row as a whole, else the kept input column).
 
-        The row's score and each of its cells are tested (:mod:`nrad.cells`);
-        the row's p-value is their weighted Bonferroni combination
-        (:func:`nrad.calibration.combine`): half the weight to the row's score,
-        half shared by its cells.
+        The row is tested as a whole (its anomaly score; its density score, in
+        nats, for a fused model; its robust distance) and cell by cell
+        (:mod:`nrad.cells`); the row's p-value is their weighted Bonferroni
+        combination (:func:`nrad.calibration.combine`): half the weight to the
+        row-level tests, half shared by its cells.  ``density``: the rows'
+        density scores (computed here when a fused model needs them).
         """
-        if self.tail is None:
+        if self.tails is None:
             return np.full(len(scores), np.nan), np.full(len(scores), -1)
+        tails = self.own_tails if folds is not None and self.own_tails is not None else self.tails
         own = prep.own_codes if folds is not None else None
+        if tails.density is not None and density is None:
+            density = self.density_prepared(prep, folds)[0]
         distance = (
-            distance_statistic(self.gaussian_distance(z, folds), z.shape[1])
-            if self.distance_tail is not None
-            else None
+            distance_statistic(self.gaussian_distance(z, folds), z.shape[1]) if tails.distance is not None else None
         )
-        cells = (
-            (self.cell_residuals(prep, z, folds), self.cell_values(prep)) if self.cell_tests is not None else None
-        )
-        beyond = self.walls.beyond(self.raw_values(prep)) if self.walls is not None else None
-        tails = (self.tail, self.distance_tail, self.cell_tests)
-        if folds is not None and self.own_tails is not None:
-            tails = (self.own_tails.row, self.own_tails.distance, self.own_tails.cells)
-        log_p = self._channel_log_p_values(tails, scores, distance, cells)
-        n_rows = 1 + int(self.distance_tail is not None)
-        if beyond is not None and cells is not None and beyond.any():
-            cell_part = log_p[:, n_rows : n_rows + beyond.shape[1]]
-            cell_part[beyond] = -np.inf
-        tested = self.tested_codes()
+        cells = (self.cell_residuals(prep, z, folds), self.cell_values(prep)) if tails.cells is not None else None
+        log_p = tails.row_log_p_values(scores, density, distance)
+        n_rows = log_p.shape[1]
+        beyond = None
+        if cells is not None:
+            assert tails.cells is not None
+            cell_log_p = tails.cells.log_p_values(*cells)
+            beyond = self.walls.beyond(self.raw_values(prep)) if self.walls is not None else None
+            if beyond is not None:
+                cell_log_p[beyond] = -np.inf
+            log_p = np.hstack([log_p, cell_log_p])
         numeric = log_p.shape[1] - n_rows
+        tested = self.tested_codes()
         categorical = int(tested.sum())
         if categorical:
             categories = category_p_values(self.categories, prep.codes, own)[:, tested]
             log_p = np.hstack([log_p, np.log(categories)])
-        combined, which = combine(log_p, test_weights(n_rows, numeric, categorical))
+        weights = test_weights(n_rows, numeric, categorical)
+        combined, which = combine(log_p, weights)
         columns = np.r_[np.full(n_rows, -1), self.cell_columns()]
-        return combined, columns[which]
+        cause = columns[which]
+        if cells is not None and numeric:
+            assert tails.cells is not None
+            cause = self._name_among_decisive(tails.cells, cells, beyond, log_p, weights, n_rows, which, cause)
+        return combined, cause
 
-    @staticmethod
-    def _channel_log_p_values(
-        tails: tuple[TailModel, TailModel | None, NumericCellTests | None],
-        scores: np.ndarray,
-        distance: np.ndarray | None,
-        cells: tuple[np.ndarray, np.ndarray] | None,
+    def _name_among_decisive(
+        self,
+        cell_tests: NumericCellTests,
+        cells: tuple[np.ndarray, np.ndarray],
+        beyond: np.ndarray | None,
+        log_p: np.ndarray,
+        weights: np.ndarray,
+        n_rows: int,
+        which: np.ndarray,
+        cause: np.ndarray,
     ) -> np.ndarray:
-        """(n, channels) log p-values of the row score, the robust distance and the numeric cells
-        (``cells``: their residuals given the row, and their values in context)."""
-        tail, distance_tail, cell_tests = tails
-        out = [tail.log_p_values(scores)[:, None]]
-        if distance_tail is not None and distance is not None:
-            # The robust distance on its own too: a cluster of bad rows that the other members
-            # learn as normal stands apart here, and its gap survives (nrad.calibration.gap_trim).
-            out.append(distance_tail.log_p_values(distance)[:, None])
-        if cell_tests is not None and cells is not None:
-            out.append(cell_tests.log_p_values(*cells))
-        return np.hstack(out)
+        """Where several numeric cells each decide their row alone (``DECISIVE``), the one whose two
+        tests together give the most evidence is named: a broken relation's two cells are both far
+        from what the other predicts, but only the wrong one is also unusual in its context."""
+        p = cell_tests.n_features
+        weighted = log_p[:, n_rows : n_rows + p] - np.log(weights[n_rows : n_rows + p])
+        decisive = weighted <= np.log(DECISIVE)
+        rows = np.flatnonzero((decisive.sum(axis=1) >= 2) & (which >= n_rows) & (which < n_rows + p))
+        if not len(rows):
+            return cause
+        given_row, in_context = cell_tests.log_p_parts(cells[0][rows], cells[1][rows])
+        evidence = np.nan_to_num(given_row + in_context, nan=np.inf, posinf=np.inf)
+        if beyond is not None:
+            evidence[beyond[rows]] = -np.inf
+        evidence = np.where(decisive[rows], evidence, np.inf)
+        cause = cause.copy()
+        cause[rows] = np.asarray(self.schema.numeric_sources)[np.argmin(evidence, axis=1)]
+        return cause
 
     def tested_codes(self) -> np.ndarray:
         """Which code features get a cell test: those that took more than one code in training (a
@@ -344,7 +373,7 @@ class TableModel:
         """The kept input column (index into ``schema.columns``) of each cell test, in test order:
         numeric features, then code features (categorical features, then the numbers' indicators)."""
         sources = self.schema.numeric_sources
-        numeric = sources if self.cell_tests is not None else []
+        numeric = sources if self.tails is not None and self.tails.cells is not None else []
         codes = np.asarray(self.schema.categorical_sources + [sources[j] for j in self.indicator_features])
         return np.asarray([*numeric, *codes[self.tested_codes()]], dtype=np.int64)
 
@@ -448,12 +477,12 @@ class TableModel:
         df = as_pandas(df)
         prep = self.prepare(df, what)
         folds = self.training_folds(len(df)) if in_sample else None
-        scores, z, _ = self.score_prepared(prep, folds)
+        scores, density, z, _ = self.scores_prepared(prep, folds)
         out = pd.DataFrame(index=df.index)
         if self.id_column is not None:
             out[self.id_column] = df[self.id_column]  # same index: keeps the column's dtype
         out["anomaly_score"] = scores
-        out["p_value"] = self.row_evidence(prep, scores, z, folds)[0]
+        out["p_value"] = self.row_evidence(prep, scores, z, folds, density)[0]
         if explain:
             out["top_features"], out["reason"] = self.describe(df, prep=prep, in_sample=in_sample)
         if with_input:
@@ -507,7 +536,7 @@ class TableModel:
         return benjamini_hochberg(scored["p_value"].to_numpy(), rule.level)
 
     def require_p_values(self) -> None:
-        if self.tail is None:
+        if self.tails is None:
             raise NradError(
                 "this model has no calibration rows, so it cannot give p-values for --fdr; "
                 "use --contamination, or refit on at least 60 rows"
@@ -567,8 +596,8 @@ class TableModel:
         self, prep: Prepared, folds: np.ndarray | None, result: Any, order: np.ndarray, gains: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """Rows whose p-value came from one cell name that cell first (the others follow in order)."""
-        scores, z, _ = self.score_prepared(prep, folds)
-        cause = self.row_evidence(prep, scores, z, folds)[1]
+        scores, density, z, _ = self.scores_prepared(prep, folds)
+        cause = self.row_evidence(prep, scores, z, folds, density)[1]
         order, gains = order.copy(), gains.copy()
         for i in np.flatnonzero(cause >= 0):
             c = int(cause[i])
@@ -594,22 +623,85 @@ class TableModel:
 
 
 @dataclass(frozen=True)
-class InSampleTails:
-    """The channels' tails for p-values of the rows the model was fitted on (``nrad detect``).
+class ChannelTails:
+    """The tails each channel's p-values are read from: the anomaly score, the density score (in
+    nats; a fused model only), the robust distance, the numeric cells.
 
+    Fitted twice: on the training rows' out-of-fold statistics for new rows,
+    and for the training rows themselves (``nrad detect``, ``in_sample``).
     Those rows hold the anomalies being looked for, and a tail fitted on
-    them would be made heavy by them: each tail is fitted without its top
-    scores, by a likelihood truncated where they begin
-    (:meth:`nrad.calibration.TailModel.fit`).  The row score leaves out a
-    fixed share (``SCORE_TRIM``); the robust distance also a cluster above
-    a gap (``DISTANCE_TRIM``: a broken batch that the density learns as
-    normal stands apart there); each cell's tails a fixed share of the
-    rows (``CELL_TRIM``).
+    them would be made heavy by them: each in-sample tail is fitted
+    without its top scores, by a likelihood truncated where they begin, and
+    puts back those that are no outliers to the rest
+    (:meth:`nrad.calibration.TailModel.fit`).  The anomaly score and the
+    density leave out their top 2% at first (``SCORE_TRIM``); the robust
+    distance also a cluster above a gap (``DISTANCE_TRIM``: a broken batch
+    that the density learns as normal stands apart there); each cell its
+    top 1% (``CELL_TRIM``).  The density's tail in nats is near-exponential
+    (``DENSITY_MAX_SHAPE``), the fused score's is heavier (the neighbour
+    member's long tail): a row far out in density reaches a small p-value
+    that the fused score's tail would not give it.
     """
 
     row: TailModel
+    density: TailModel | None
     distance: TailModel | None
     cells: NumericCellTests | None
+
+    @classmethod
+    def fit(
+        cls,
+        scores: np.ndarray,
+        density: np.ndarray | None,
+        distances: np.ndarray | None,
+        residuals: np.ndarray | None,
+        values: np.ndarray | None,
+        in_sample: bool = False,
+    ) -> ChannelTails:
+        """From the training rows' out-of-fold statistics (None: no such channel)."""
+        trim = (lambda share: share) if in_sample else (lambda share: None)  # noqa: E731
+        return cls(
+            TailModel.fit(scores, trim(SCORE_TRIM)),
+            None if density is None else TailModel.fit(density, trim(SCORE_TRIM), DENSITY_MAX_SHAPE),
+            None if distances is None else TailModel.fit(distances, trim(DISTANCE_TRIM), CELL_MAX_SHAPE),
+            None
+            if residuals is None or values is None
+            else NumericCellTests.fit(residuals, values, trim(CELL_TRIM)),
+        )
+
+    def row_log_p_values(
+        self, scores: np.ndarray, density: np.ndarray | None, distance: np.ndarray | None
+    ) -> np.ndarray:
+        """(n, row-level channels) log p-values: the anomaly score, the density, the distance."""
+        out = [self.row.log_p_values(scores)]
+        if self.density is not None and density is not None:
+            out.append(self.density.log_p_values(density))
+        if self.distance is not None and distance is not None:
+            # The robust distance on its own too: a cluster of bad rows that the other members
+            # learn as normal stands apart here, and its gap survives (nrad.calibration.gap_trim).
+            out.append(self.distance.log_p_values(distance))
+        return np.column_stack(out)
+
+    def to_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        meta: dict[str, Any] = {}
+        arrays: dict[str, np.ndarray] = {}
+        for name in ("row", "density", "distance", "cells"):
+            part = getattr(self, name)
+            if part is not None:
+                meta[name], tensors = part.to_state(f"tails.{name}.")
+                arrays.update(tensors)
+        return meta, arrays
+
+    @classmethod
+    def from_state(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> ChannelTails:
+        def tail(name: str) -> TailModel | None:
+            return TailModel.from_state(meta[name], arrays, f"tails.{name}.") if name in meta else None
+
+        row = tail("row")
+        if row is None:
+            raise ValueError("the channel tails have no tail of the anomaly score")
+        cells = NumericCellTests.from_state(meta["cells"], arrays, "tails.cells.") if "cells" in meta else None
+        return cls(row, tail("density"), tail("distance"), cells)
 
 
 @dataclass(frozen=True)
@@ -812,7 +904,8 @@ def fit_table(
             held = [u[(model.folds == k) & inside] for k in range(n_folds)]
             model.detectors = fit_together(flows, train, validation=held)
     prep = Prepared(scaler.shape(enc.numeric), codes, enc.counts, enc.missing)
-    scores, z, _ = model.density_prepared(prep, model.folds)
+    density, z, _ = model.density_prepared(prep, model.folds)
+    scores, distances, residuals, values = density, None, None, None
     if enc.numeric.shape[1]:
         # Calibrated on the dequantized values (a count spread over its unit cell, a two-valued
         # column over the gap between its values), as the flows were trained: tied residuals
@@ -822,23 +915,19 @@ def fit_table(
         residuals = model.cell_residuals(prep, z, model.folds, y=spread)
         values = model.cell_values(prep, y=spread)
         distances = distance_statistic(model.gaussian_distance(z, model.folds), z.shape[1])
-        model.cell_tests = NumericCellTests.fit(residuals, values)
         model.walls = LatticeWalls.fit(model.raw_values(prep), scaler.discrete)
-        model.distance_tail = TailModel.fit(distances, max_shape=CELL_MAX_SHAPE)
     if detector == "fused" and enc.numeric.shape[1]:
         say(f"fitting neighbour and isolation scores ({n_folds} folds)")
         model.fusion = Fusion.fit(z, model.folds, inside, random_state)
         members = model.members(z, model.folds)
-        model.fusion.calibrate(scores, members)
-        scores = model.fusion.combine(scores, members)
-    model.tail = TailModel.fit(scores)
-    numeric = enc.numeric.shape[1] > 0
+        model.fusion.calibrate(density, members)
+        scores = model.fusion.combine(density, members)
+    fused = model.fusion is not None
+    model.tails = ChannelTails.fit(scores, density if fused else None, distances, residuals, values)
     # The table scored against itself holds its anomalies: each channel's own tail leaves its top
-    # scores out (InSampleTails).
-    model.own_tails = InSampleTails(
-        TailModel.fit(scores, SCORE_TRIM),
-        TailModel.fit(distances, DISTANCE_TRIM, CELL_MAX_SHAPE) if numeric else None,
-        NumericCellTests.fit(residuals, values, CELL_TRIM) if numeric else None,
+    # scores out (see ChannelTails.fit).
+    model.own_tails = ChannelTails.fit(
+        scores, density if fused else None, distances, residuals, values, in_sample=True
     )
     info.update(n_train_rows=len(features), preprocess_counts={**schema.counts, **enc.counts})
     return model
