@@ -204,7 +204,7 @@ def one_run(kind: str, generator: str, mode: str, seed: int, rows: int, dump: st
     row: dict[str, Any] = {"kind": kind, "generator": generator, "mode": mode, "seed": seed,
                            "rows": len(p), "planted": int(truth.sum()), "min_p": float(np.min(p)),
                            "seconds": round(time.perf_counter() - start, 2), **_shapes(model, in_sample)}  # fmt: skip
-    from nrad.calibration import benjamini_hochberg
+    from nrad.flags import benjamini_hochberg
 
     for q in LEVELS:
         flags = benjamini_hochberg(p, q)

@@ -26,11 +26,11 @@ from typing import Any
 import torch
 from nrde_params import parse_params
 
-import nrad.detector
+import nrad.nrde
 import nrad.training
 from nrad.bench.datasets import dataset_paths, load_dataset
 from nrad.bench.settings import make_split
-from nrad.detector import NRDE
+from nrad.nrde import NRDE
 from nrad.preprocess import ProtocolScaler
 
 DATASETS = "cardio,satellite,letter,ALOI"
@@ -54,13 +54,13 @@ def _timer(totals: dict[str, float], counts: dict[str, int], phase: str, fn: Cal
 def timed_phases(totals: dict[str, float], counts: dict[str, int]) -> Iterator[None]:
     """Wrap the fit's phases (module attributes restored afterwards)."""
     targets = [
-        (nrad.detector, "_pca_whitening", "pca start"),
+        (nrad.nrde, "_pca_whitening", "pca start"),
         (nrad.training.StackedFlows, "penalty", "penalty"),
         (nrad.training.StackedFlows, "forward", "forward + NLL"),
         (torch.Tensor, "backward", "backward"),
         (nrad.training.Adam, "step", "adam"),
         (nrad.training.StackedFlows, "log_prob", "validation"),
-        (nrad.detector, "source_influence", "influence"),
+        (nrad.nrde, "source_influence", "influence"),
         (NRDE, "_log_density_standardized", "score training rows"),
     ]
     saved = [(owner, name, getattr(owner, name)) for owner, name, _ in targets]

@@ -14,21 +14,18 @@ discovery proportion of the flags, the share of flagged planted rows whose
 first named column is one of the row's causes, and seconds / peak memory of
 each command (``/usr/bin/time``).
 
-``--timing`` times the same commands on a 5,000-row table with ``--report``,
-once on a quiet machine and once beside a busy process (one CPU-bound loop),
-as users run it.
+benchmarks/timing.py times the same commands by table size, on a quiet
+machine and beside a busy process.
 
 Usage::
 
     python benchmarks/main_job.py --families transactions,sensors,patients --seeds 0-4
-    python benchmarks/main_job.py --timing --rows 5000
     python benchmarks/main_job.py --summary results/main_job.csv > results/MAIN_JOB.md
 """
 
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
 import subprocess
 import sys
 import tempfile
@@ -39,12 +36,20 @@ import numpy as np
 import pandas as pd
 
 from nrad import synthetic
-from nrad.table import first_feature
+from nrad.explain import first_feature
 
 NRAD = [sys.executable, "-c", "from nrad.cli import main; main()"]
-IDS = {"transactions": "txn_id", "issue-kinds": "txn_id", "sensors": "reading_id", "patients": "patient_id",
-       "properties": "record_id", "shipments": "shipment_id", "batch": "part_id",
-       "lab_panel": "sample_id", "meters": "reading_id"}
+IDS = {
+    "transactions": "txn_id",
+    "issue-kinds": "txn_id",
+    "sensors": "reading_id",
+    "patients": "patient_id",
+    "properties": "record_id",
+    "shipments": "shipment_id",
+    "batch": "part_id",
+    "lab_panel": "sample_id",
+    "meters": "reading_id",
+}
 #: The four kinds the issue describes: an impossible age, a 30x amount, a 40x quantity, a broken relation.
 ISSUE_KINDS = ("impossible_age", "huge_amount", "huge_quantity", "age_balance")
 
@@ -117,55 +122,6 @@ def one_table(
     return out
 
 
-def busy() -> None:
-    """A CPU-bound loop: the other process a user's laptop runs."""
-    x = 0
-    while True:
-        x = (x * 1103515245 + 12345) % 2147483648
-
-
-def timing(rows: int) -> pd.DataFrame:
-    """The issue's commands on a ``rows`` x 10 transactions table, quiet and beside a busy process."""
-    work = Path(tempfile.mkdtemp(prefix="nrad-timing-"))
-    make("transactions", rows, 20, 7).frame.to_csv(work / "T.csv", index=False)
-    make("transactions", rows, 0, 8).frame.to_csv(work / "clean.csv", index=False)
-    commands = {
-        "detect (+ report)": [
-            "detect",
-            "T.csv",
-            "--id-column",
-            "txn_id",
-            "--fdr",
-            "0.1",
-            "--out",
-            "a.csv",
-            "--report",
-            "a.html",
-        ],  # fmt: skip
-        "fit": ["fit", "clean.csv", "--id-column", "txn_id", "--model", "m.nrad"],
-        "score": ["score", "T.csv", "--model", "m.nrad", "--fdr", "0.1", "--out", "b.csv"],
-        "--help": ["--help"],
-    }
-    rows_out = []
-    for load in ("quiet", "beside one busy process"):
-        burner = mp.Process(target=busy, daemon=True) if load != "quiet" else None
-        if burner is not None:
-            burner.start()
-        try:
-            for name, args in commands.items():
-                seconds, mib = run(args, work)
-                rows_out.append(
-                    {"machine": load, "command": name, "seconds": seconds, "peak_mib": round(mib)}
-                )
-                print(rows_out[-1], file=sys.stderr, flush=True)
-        finally:
-            if burner is not None:
-                burner.terminate()
-    frame = pd.DataFrame(rows_out)
-    frame.attrs["report_kib"] = round((work / "a.html").stat().st_size / 1024)
-    return frame
-
-
 def summary(path: Path) -> str:
     """results/MAIN_JOB.md from the runs CSV: per family and way of working, then per kind of anomaly."""
     from nrad.bench.summary import markdown_table
@@ -227,8 +183,9 @@ def main() -> None:
     parser.add_argument(
         "--keep", type=Path, default=None, help="keep the tables and outputs under this folder"
     )
-    parser.add_argument("--timing", action="store_true", help="time the commands on one table instead")
-    parser.add_argument("--options", default="", help="more options for nrad detect and fit, e.g. --source-split")
+    parser.add_argument(
+        "--options", default="", help="more options for nrad detect and fit, e.g. --source-split"
+    )
     parser.add_argument("--out", type=Path, default=None, help="append the rows to this CSV")
     parser.add_argument(
         "--summary", type=Path, default=None, help="only print the markdown summary of this CSV"
@@ -237,37 +194,23 @@ def main() -> None:
     if args.summary is not None:
         print(summary(args.summary))
         return
-    if args.timing:
-        from nrad.bench.summary import markdown_table
-
-        frame = timing(args.rows)
-        wide = frame.pivot(index="command", columns="machine", values="seconds")
-        wide["slowdown"] = (wide["beside one busy process"] / wide["quiet"]).round(2)
-        wide["peak MiB"] = frame.groupby("command")["peak_mib"].max()
-        print(f"\n# Timing of the main job ({args.rows:,} x 10 transactions table)\n")
-        print(
-            f"Generated by `python benchmarks/main_job.py --timing --rows {args.rows}`: each command once, "
-            "seconds of wall time (/usr/bin/time), on a quiet 2-core machine and beside one CPU-bound "
-            "process. `detect (+ report)` fits, scores, explains and writes the HTML report.\n"
-        )
-        print(markdown_table(wide.loc[["detect (+ report)", "fit", "score", "--help"]]))
-        print(f"\nThe report (self-contained HTML, figures as inline SVG): {frame.attrs['report_kib']} KiB.")
-    else:
-        rows = []
-        for family in args.families.split(","):
-            for seed in parse_seeds(args.seeds):
-                for row in one_table(family, seed, args.rows, args.report, args.keep, tuple(args.options.split())):
-                    rows.append(row)
-                    print(row, flush=True)
-        frame = pd.DataFrame(rows)
-        per_family = frame.groupby(["family", "way"])[["recall", "fdp", "first_named", "seconds"]].mean()
-        print(per_family.round(3).to_string())
-        print(
-            frame.groupby("way")[["recall", "fdp", "first_named", "seconds", "peak_mib"]]
-            .mean()
-            .round(3)
-            .to_string()
-        )
+    rows = []
+    for family in args.families.split(","):
+        for seed in parse_seeds(args.seeds):
+            for row in one_table(
+                family, seed, args.rows, args.report, args.keep, tuple(args.options.split())
+            ):
+                rows.append(row)
+                print(row, flush=True)
+    frame = pd.DataFrame(rows)
+    per_family = frame.groupby(["family", "way"])[["recall", "fdp", "first_named", "seconds"]].mean()
+    print(per_family.round(3).to_string())
+    print(
+        frame.groupby("way")[["recall", "fdp", "first_named", "seconds", "peak_mib"]]
+        .mean()
+        .round(3)
+        .to_string()
+    )
     if args.out is not None:
         frame.to_csv(args.out, mode="a", header=not args.out.exists(), index=False)
 

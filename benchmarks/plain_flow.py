@@ -35,8 +35,8 @@ from sklearn.metrics import roc_auc_score
 
 from nrad.bench.datasets import dataset_paths, load_dataset
 from nrad.bench.settings import make_split
-from nrad.detector import NRDE
 from nrad.extras import require
+from nrad.nrde import NRDE
 from nrad.preprocess import ProtocolScaler
 
 DATASETS = "cardio,satellite,letter,ALOI"

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from nrad.table import first_feature
+from nrad.explain import first_feature
 
 NRAD = [sys.executable, "-c", "from nrad.cli import main; main()"]
 

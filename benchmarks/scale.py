@@ -136,8 +136,8 @@ def flow_flops_per_row(model: object, z: np.ndarray) -> float:
 def autograd_form_rows_per_s(model: object, z: np.ndarray) -> float:
     """The flows' score by the training (autograd) form of the layers, chunks in parallel as in
     the product: what scoring ran before the feature-major kernel."""
-    from nrad.detector import map_chunks
     from nrad.sources import pure_log_density
+    from nrad.threads import map_chunks
 
     def score(det: object, rows: np.ndarray) -> np.ndarray:
         noise, tail = tuple(int(i) for i in det.noise_sources_), det.latent_tail
@@ -159,19 +159,32 @@ def neighbour_flops_per_row(model: object) -> float:
     return float(sum(2 * ref.shape[0] * ref.shape[1] for ref in model.fusion.references))
 
 
+def flows_score(model: object, z: np.ndarray, chunk: int, parallel: bool = True) -> None:
+    """Score ``z`` by each of the model's flows as the product does (threads.map_chunks), with the
+    given chunk size; ``parallel=False``: one chunk at a time, each op split over torch's threads."""
+    from nrad.kernel import ScoringKernel
+    from nrad.threads import map_chunks
+
+    u = model.flow_input(z)
+    for det in model.detectors:
+        noise, kernel = tuple(int(i) for i in det.noise_sources_), ScoringKernel(det.flow_)
+        map_chunks(
+            det._standardize(u),
+            lambda x, k=kernel, n=noise, t=det.latent_tail: k.pure_log_density(x, n, t),
+            chunk,
+            parallel,
+        )
+
+
 def op_profile(model: object, z: np.ndarray, top: int = 5) -> str:
     """Where the flows' scoring kernel spends its time: torch profiler, 5 chunks, serially."""
     from torch.profiler import ProfilerActivity, profile
 
-    import nrad.detector as detector
+    from nrad.threads import SCORE_CHUNK
 
-    run_chunks, detector._run_chunks = detector._run_chunks, serial_chunks  # profile on this thread
-    try:
-        model.flow_score(z[: detector.SCORE_CHUNK])  # warm-up
-        with profile(activities=[ProfilerActivity.CPU]) as prof:
-            model.flow_score(z[: 5 * detector.SCORE_CHUNK])
-    finally:
-        detector._run_chunks = run_chunks
+    flows_score(model, z[:SCORE_CHUNK], SCORE_CHUNK, parallel=False)  # warm-up
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        flows_score(model, z[: 5 * SCORE_CHUNK], SCORE_CHUNK, parallel=False)
     events = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
     total = sum(e.self_cpu_time_total for e in events)
     return ", ".join(f"{e.key} {e.self_cpu_time_total / total:.0%}" for e in events[:top])
@@ -179,19 +192,10 @@ def op_profile(model: object, z: np.ndarray, top: int = 5) -> str:
 
 def kernel_rows_per_s(model: object, z: np.ndarray, chunk: int, serial: bool = False) -> float:
     """The flows' scoring rows/s, rows in memory; ``serial``: one chunk at a time, each op on all threads."""
-    import nrad.detector as detector
-
-    old, run_chunks = detector.SCORE_CHUNK, detector._run_chunks
-    detector.SCORE_CHUNK = chunk
-    if serial:
-        detector._run_chunks = serial_chunks
-    try:
-        model.flow_score(z[:chunk])  # warm-up
-        start = time.perf_counter()
-        model.flow_score(z)
-        return len(z) / (time.perf_counter() - start)
-    finally:
-        detector.SCORE_CHUNK, detector._run_chunks = old, run_chunks
+    flows_score(model, z[:chunk], chunk, not serial)  # warm-up
+    start = time.perf_counter()
+    flows_score(model, z, chunk, not serial)
+    return len(z) / (time.perf_counter() - start)
 
 
 def members_rows_per_s(model: object, z: np.ndarray) -> tuple[float, float]:
@@ -208,14 +212,6 @@ def members_rows_per_s(model: object, z: np.ndarray) -> tuple[float, float]:
         model.fusion._neighbour_distance(k, z)
     search = time.perf_counter() - start
     return len(z) / (flows + members), search / (flows + members)
-
-
-def serial_chunks(chunks: list, fn: object, grad: bool = False) -> list:
-    """nrad before it scored chunks in parallel (kept here for the comparison)."""
-    import torch
-
-    with torch.inference_mode():
-        return [fn(c) for c in chunks]
 
 
 def compiled_kernel_rows_per_s(model: object, z: np.ndarray, chunk: int = 2016) -> tuple[float, ...]:

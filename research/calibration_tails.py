@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import minimize_scalar
 
-from nrad.calibration import benjamini_hochberg, conformal_ranks
+from nrad.calibration import conformal_ranks
+from nrad.flags import benjamini_hochberg
 
 LEVELS = (0.01, 0.05, 0.1)
 

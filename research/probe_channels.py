@@ -19,10 +19,11 @@ import argparse
 import numpy as np
 import pandas as pd
 
-from nrad.calibration import bh_cutoff
 from nrad.cells import category_p_values
+from nrad.evidence import distance_statistic, row_p_values
+from nrad.flags import bh_cutoff
 from nrad.synthetic import FAMILIES
-from nrad.table import distance_statistic, fit_table
+from nrad.table import fit_table
 
 
 def channels(model, df: pd.DataFrame, in_sample: bool) -> pd.DataFrame:
@@ -40,7 +41,7 @@ def channels(model, df: pd.DataFrame, in_sample: bool) -> pd.DataFrame:
     p_cells = tails.cells.p_values(residuals, values) if tails.cells is not None else np.ones((len(df), 0))
     tested = model.tested_codes()
     p_cats = category_p_values(model.categories, prep.codes, prep.own_codes if in_sample else None)[:, tested]
-    combined, which = model.row_evidence(prep, scores, z, folds)
+    combined, which = row_p_values(model, prep, scores, z, folds)
     names = np.asarray(model.schema.names)
     num_cols = np.asarray(model.schema.numeric_sources)
     cat_cols = model.cell_columns()[p_cells.shape[1] :]

@@ -11,10 +11,10 @@ prints the AUROC of:
   scaled numbers, scoring them in-sample (plus the soft-clip and tail terms);
 * ``no-tail-jacobian``: ``cross-fit`` without the tail weight's log-Jacobian
   in the score (the score before it was added: ``cross-fit`` minus
-  ``NumericScaler.tail_terms`` of each row);
+  ``NumericModel.tail_terms`` of each row);
 * ``raw-nrde``: NRDE on the columns as the benchmark scales them (method ``nrde``);
 * ``no-lattice``: ``cross-fit`` with lattice dequantization switched off
-  (the probe sets ``nrad.scaler.LATTICE_MIN_LEVELS``; not a product option).
+  (the probe sets ``nrad.numeric.LATTICE_MIN_LEVELS``; not a product option).
 
     python research/probe_crossfit.py --data-dir data/adbench --datasets breastw,WBC,WDBC
 """
@@ -28,8 +28,8 @@ import pandas as pd
 from probe_common import protocol_splits
 from sklearn.metrics import roc_auc_score
 
-import nrad.scaler
-from nrad.detector import NRDE
+import nrad.numeric
+from nrad.nrde import NRDE
 from nrad.table import LATENT_TAIL, fit_table
 
 
@@ -48,20 +48,20 @@ def main() -> None:
             "mean-of-flows": model.score_rows(df)[0]["anomaly_score"],
         }
         prep = model.prepare(df)
-        tail = model.scaler.tail_terms(model.scaler.standardize(prep.y, prep.codes)).sum(axis=1)
+        tail = model.numeric.tail_terms(model.numeric.standardize(prep.y, prep.codes)).sum(axis=1)
         scores["no-tail-jacobian"] = scores["cross-fit"] - tail
         z, clip = model.numeric_z(prep.y, prep.codes)
         z = model.fill_missing(z)
         one = NRDE(random_state=args.seed, latent_tail=LATENT_TAIL).fit(z)
         scores["one-flow"] = one.anomaly_score(z) + clip.sum(axis=1)
         scores["raw-nrde"] = NRDE(random_state=args.seed).fit(X).anomaly_score(X)
-        default_levels = nrad.scaler.LATTICE_MIN_LEVELS
-        nrad.scaler.LATTICE_MIN_LEVELS = 10**9
+        default_levels = nrad.numeric.LATTICE_MIN_LEVELS
+        nrad.numeric.LATTICE_MIN_LEVELS = 10**9
         try:
             no_lattice = fit_table(df, random_state=args.seed)
             scores["no-lattice"] = no_lattice.score_rows(df, in_sample=True)[0]["anomaly_score"]
         finally:
-            nrad.scaler.LATTICE_MIN_LEVELS = default_levels
+            nrad.numeric.LATTICE_MIN_LEVELS = default_levels
         cells = ", ".join(f"{k} {roc_auc_score(y, v):.3f}" for k, v in scores.items())
         print(f"{name} (seed {args.seed}, {len(df)} rows): {cells}", flush=True)
 

@@ -25,7 +25,7 @@ from probe_common import append_rows, pending_splits, probe_parser
 from scipy.special import logsumexp
 from sklearn.metrics import roc_auc_score
 
-from nrad.detector import NRDE
+from nrad.nrde import NRDE
 
 
 def main() -> None:

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from nrad.detector import NRDE
+from nrad.nrde import NRDE
 from nrad.sources import pure_log_density
 from nrad.table import fit_table
 

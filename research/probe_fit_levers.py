@@ -2,7 +2,7 @@
 
 For the protocol's ``vanilla`` split (seed 0) of each dataset, fits NRDE
 with its defaults and with each lever, and prints fit seconds and test
-AUROC.  Two levers are module constants of :mod:`nrad.detector`, set by
+AUROC.  Two levers are module constants of :mod:`nrad.nrde`, set by
 this probe (not product options): ``PENALTY_EVERY`` (the IMA penalty on
 every k-th step, weighted by k) and ``STEP_BUDGET`` (gradient steps the
 automatic epoch count aims at; 2,500 was the default before 1,000); the
@@ -21,8 +21,8 @@ from pathlib import Path
 from probe_common import protocol_splits
 from sklearn.metrics import roc_auc_score
 
-import nrad.detector
-from nrad.detector import NRDE
+import nrad.nrde
+from nrad.nrde import NRDE
 
 LEVERS: dict[str, dict[str, int]] = {
     "defaults": {},
@@ -41,10 +41,10 @@ def main() -> None:
     splits = list(protocol_splits(args.data_dir, args.datasets, "vanilla", 0))
     # The first fit in a process imports ~1 s of torch modules (torch.optim): paid here, not by a lever.
     NRDE(random_state=0, max_epochs=1).fit(splits[0][2])
-    defaults = {constant: getattr(nrad.detector, constant) for constant in CONSTANTS}
+    defaults = {constant: getattr(nrad.nrde, constant) for constant in CONSTANTS}
     for name, lever in LEVERS.items():
         for constant, value in defaults.items():
-            setattr(nrad.detector, constant, lever.get(constant, value))
+            setattr(nrad.nrde, constant, lever.get(constant, value))
         params = {k: v for k, v in lever.items() if k not in CONSTANTS}
         total, cells = 0.0, []
         try:
@@ -57,7 +57,7 @@ def main() -> None:
                 cells.append(f"{dataset} {seconds:5.1f} s {auroc:.3f}")
         finally:
             for constant, value in defaults.items():
-                setattr(nrad.detector, constant, value)
+                setattr(nrad.nrde, constant, value)
         print(f"{name:<18} total {total:5.1f} s | " + " | ".join(cells), flush=True)
 
 

@@ -28,8 +28,8 @@ import numpy as np
 import torch
 from torch.nn import functional
 
-from nrad.detector import NRDE
 from nrad.flow import CouplingFlow, LULinear
+from nrad.nrde import NRDE
 
 CHUNK = 8192
 

@@ -30,7 +30,8 @@ from sklearn.metrics import roc_auc_score
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from main_job import IDS, make  # noqa: E402
 
-from nrad.calibration import TailModel, benjamini_hochberg  # noqa: E402
+from nrad.calibration import TailModel  # noqa: E402
+from nrad.flags import benjamini_hochberg  # noqa: E402
 from nrad.table import fit_table  # noqa: E402
 
 FAMILIES = ("issue-kinds", "transactions", "sensors", "patients")

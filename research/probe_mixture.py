@@ -31,10 +31,11 @@ from probe_common import append_rows, pending_splits, probe_parser
 from sklearn.metrics import roc_auc_score
 from torch import Tensor, nn
 
-import nrad.detector as detector
-from nrad.detector import NRDE, map_chunks
+import nrad.nrde as detector
 from nrad.flow import CouplingFlow
 from nrad.jacobian import ima_penalty, log_column_norms
+from nrad.nrde import NRDE
+from nrad.threads import map_chunks
 
 COMPONENTS = 3
 

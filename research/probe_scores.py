@@ -21,7 +21,7 @@ from probe_common import append_rows, probe_parser, protocol_splits
 from sklearn.metrics import roc_auc_score
 from sklearn.neighbors import NearestNeighbors
 
-from nrad.detector import NRDE
+from nrad.nrde import NRDE
 
 K = 5
 

@@ -23,7 +23,7 @@ import torch
 from probe_common import append_rows, pending_splits, probe_parser, select_by_validation
 from sklearn.metrics import roc_auc_score
 
-from nrad.detector import NRDE
+from nrad.nrde import NRDE
 
 DEFAULT = 0.05
 

@@ -35,7 +35,7 @@ import torch
 from probe_common import append_rows, pending_splits, probe_parser
 from sklearn.metrics import roc_auc_score
 
-from nrad.detector import NRDE
+from nrad.nrde import NRDE
 
 
 def n_pure(influence: np.ndarray, rule: str) -> int:

@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from fdr import NULLS  # noqa: E402
 
 from nrad.calibration import TailModel  # noqa: E402
-from nrad.table import distance_statistic, fit_table  # noqa: E402
+from nrad.evidence import distance_statistic  # noqa: E402
+from nrad.table import fit_table  # noqa: E402
 
 LIFTED = 0.8
 

@@ -54,7 +54,7 @@ def record_fit(frame: pd.DataFrame, seed: int) -> tuple[Any, dict[str, Any]]:
 def statistics(model: Any, frame: pd.DataFrame, in_sample: bool) -> dict[str, np.ndarray]:
     """What the scored rows' p-values are computed from, channel by channel."""
     from nrad.cells import category_p_values
-    from nrad.table import distance_statistic
+    from nrad.evidence import distance_statistic
 
     prep = model.prepare(frame)
     folds = model.training_folds(len(frame)) if in_sample else None
@@ -72,8 +72,8 @@ def statistics(model: Any, frame: pd.DataFrame, in_sample: bool) -> dict[str, np
 
 def dump(folder: Path, seeds: list[int]) -> None:
     import torch
-
     from fdr import NULLS, shift_table
+
     from nrad.synthetic import FAMILIES
 
     torch.set_num_threads(1)
@@ -120,8 +120,9 @@ def dump(folder: Path, seeds: list[int]) -> None:
 
 
 def evaluate(folder: Path, variants: list[str]) -> None:
-    from nrad.calibration import benjamini_hochberg, combine
-    from nrad.table import test_weights
+    from nrad.calibration import combine
+    from nrad.evidence import bonferroni_weights
+    from nrad.flags import benjamini_hochberg
 
     rows = []
     for path in sorted(folder.glob("*.npz")):
@@ -130,7 +131,7 @@ def evaluate(folder: Path, variants: list[str]) -> None:
         for variant in variants:
             p = channel_p_values(data, mode == "detect", variant)
             n_num = data["residuals"].shape[1] if "cal_residuals" in data else 0
-            weights = test_weights(int(data["n_row"]), n_num, data["categories"].shape[1])
+            weights = bonferroni_weights(int(data["n_row"]), n_num, data["categories"].shape[1])
             with np.errstate(divide="ignore"):
                 combined, which = combine(np.log(p), weights)
             flags = benjamini_hochberg(combined, 0.1)

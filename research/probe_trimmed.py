@@ -19,9 +19,9 @@ import torch
 from probe_common import probe_parser, protocol_splits
 from sklearn.metrics import roc_auc_score
 
-from nrad.detector import NRDE, PENALTY_EVERY
 from nrad.flow import standard_normal_logpdf
 from nrad.jacobian import ima_penalty
+from nrad.nrde import NRDE, PENALTY_EVERY
 
 
 def trimmed_mean(nll: torch.Tensor, z_cut: float) -> torch.Tensor:

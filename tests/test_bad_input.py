@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from nrad.errors import NradError
+from nrad.flags import FlagRule
 from nrad.workflow import detect, fit_model, score_data
 
 FAST = {"max_epochs": 2}
@@ -159,12 +160,12 @@ SCORING_CASES = [
 def test_scoring_case(case: str, change: Callable, refusal: str | None, model_and_data: tuple) -> None:
     model, df = model_and_data
     if refusal is None:
-        outcome = score_data(model, change(df.copy()), contamination=0.1)
+        outcome = score_data(model, change(df.copy()), rule=FlagRule.of(contamination=0.1))
         assert np.isfinite(outcome.scored["anomaly_score"]).all()
         if case in ("reordered columns", "extra column"):
             np.testing.assert_array_equal(
                 outcome.scored["anomaly_score"],
-                score_data(model, df, contamination=0.1).scored["anomaly_score"],
+                score_data(model, df, rule=FlagRule.of(contamination=0.1)).scored["anomaly_score"],
             )
             if case == "extra column":
                 assert any("left out: z" in note for note in outcome.notes)

@@ -6,7 +6,8 @@ import pytest
 
 from nrad.categories import CategoryModel
 from nrad.cells import NumericCellTests, category_p_values
-from nrad.table import first_feature, fit_table
+from nrad.explain import first_feature
+from nrad.table import fit_table
 
 
 def test_numeric_cell_p_values_are_uniform_on_new_normal_residuals() -> None:

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from nrad import NRDE
-from nrad.table import TableModel, first_feature, fit_table
+from nrad.explain import first_feature
+from nrad.table import TableModel, fit_table
 
 
 def test_planted_features_rank_first() -> None:

@@ -11,9 +11,10 @@ import pandas as pd
 import pytest
 from sklearn.ensemble import IsolationForest
 
+from nrad.explain import first_feature
 from nrad.fusion import MEMBERS, Fusion, IsolationTrees
 from nrad.model_file import MANIFEST, TENSORS, ModelFileError, load_model, save_model
-from nrad.table import TableModel, first_feature, fit_table
+from nrad.table import TableModel, fit_table
 
 
 @pytest.fixture(scope="module")

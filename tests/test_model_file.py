@@ -149,7 +149,7 @@ def test_tampered_category_and_scaler_arrays_are_refused(saved: Path, tmp_path: 
     from safetensors.numpy import load, save
 
     members = _members(saved)
-    for name, value in (("categories.counts.0", np.zeros(2)), ("scaler.grid", np.zeros((1, 3)))):
+    for name, value in (("categories.counts.0", np.zeros(2)), ("numeric.grid", np.zeros((1, 3)))):
         tensors = load(members[TENSORS])
         manifest = json.loads(members[MANIFEST])
         tensors[name] = value

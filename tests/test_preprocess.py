@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from nrad.errors import NradError
-from nrad.preprocess import extra_columns, MIN_LEVEL_COUNT, TableSchema, encode, fit_schema, is_identifier
+from nrad.preprocess import MIN_LEVEL_COUNT, TableSchema, encode, extra_columns, fit_schema, is_identifier
 
 
 @pytest.fixture()

@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-from nrad.table import first_feature
 import pandas as pd
 import pytest
+
+from nrad.explain import first_feature
 
 NRAD = [sys.executable, "-c", "from nrad.cli import main; main()"]
 

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from nrad.detector import NRDE, fit_together
 from nrad.flow import CouplingFlow
 from nrad.jacobian import ima_penalty
+from nrad.nrde import NRDE, fit_together
 from nrad.training import Adam, StackedFlows, shared_permutations
 
 
@@ -25,7 +25,7 @@ def _flows(k: int, d: int, linear: bool = True) -> list[CouplingFlow]:
 
 
 @pytest.mark.parametrize("linear", [True, False])
-def test_stack_gives_each_flow_its_own_density_and_penalty(linear):
+def test_stack_gives_each_flow_its_own_density_and_penalty(linear: bool) -> None:
     d, n = 5, 7
     flows = _flows(3, d, linear)
     stack = StackedFlows(flows)
@@ -45,7 +45,7 @@ def test_stack_gives_each_flow_its_own_density_and_penalty(linear):
         assert torch.allclose(penalty[k], own, atol=1e-4)
 
 
-def test_write_back_copies_each_flows_weights():
+def test_write_back_copies_each_flows_weights() -> None:
     flows = _flows(2, 4)
     stack = StackedFlows(flows)
     with torch.no_grad():
@@ -57,7 +57,7 @@ def test_write_back_copies_each_flows_weights():
     assert not all(torch.equal(a, b) for a, b in zip(before, flows[1].parameters(), strict=True))
 
 
-def test_adam_matches_torch():
+def test_adam_matches_torch() -> None:
     torch.manual_seed(0)
     ours = [torch.nn.Parameter(torch.randn(5, 3)), torch.nn.Parameter(torch.randn(4))]
     theirs = [torch.nn.Parameter(p.detach().clone()) for p in ours]
@@ -74,7 +74,7 @@ def test_adam_matches_torch():
         assert torch.allclose(x, y, atol=1e-6) and torch.allclose(z, y, atol=1e-6)
 
 
-def test_fitted_together_is_deterministic():
+def test_fitted_together_is_deterministic() -> None:
     rng = np.random.default_rng(0)
     X1, X2 = rng.normal(size=(300, 3)), rng.standard_t(3, size=(300, 3))
     one = fit_together([NRDE(random_state=0, max_epochs=5), NRDE(random_state=1, max_epochs=5)], [X1, X2])
@@ -83,13 +83,13 @@ def test_fitted_together_is_deterministic():
         assert np.array_equal(a.anomaly_score(X1), b.anomaly_score(X1))
 
 
-def test_fitted_together_must_share_training_parameters():
+def test_fitted_together_must_share_training_parameters() -> None:
     X = np.random.default_rng(0).normal(size=(50, 2))
     with pytest.raises(ValueError, match="share"):
         fit_together([NRDE(max_epochs=2), NRDE(max_epochs=3)], [X, X])
 
 
-def test_given_validation_rows_stop_training_early():
+def test_given_validation_rows_stop_training_early() -> None:
     rng = np.random.default_rng(0)
     X, held = rng.normal(size=(200, 3)), rng.normal(size=(60, 3))
     det = fit_together([NRDE(random_state=0)], [X], validation=[held])[0]

@@ -57,9 +57,10 @@ def test_extra_columns_are_left_out_and_named(table: tuple[Path, pd.DataFrame], 
     path, frame = table
     model = fit_model(path, id_column="txn_id", max_epochs=3)
     more = frame.assign(comment="x", label=0)
+    from nrad.flags import FlagRule
     from nrad.workflow import score_data
 
-    outcome = score_data(model, more, fdr=0.1)
+    outcome = score_data(model, more, rule=FlagRule.of(0.1))
     assert any("left out: comment, label" in note for note in outcome.notes)
 
 

@@ -18,10 +18,10 @@ __all__ = ["NRDE", "TableDetector", "fit_table", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
-    # NRDE and fit_table (and with them torch, ~1.5 s) are imported on first
+    # NRDE and fit_table (and with them torch, slow to import) are imported on first
     # use, so that ``nrad --help`` and the light commands start at once.
     if name == "NRDE":
-        from nrad.detector import NRDE
+        from nrad.nrde import NRDE
 
         return NRDE
     if name == "TableDetector":

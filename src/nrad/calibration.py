@@ -1,4 +1,4 @@
-"""Scores in, decisions out: p-values with a fitted tail, their combination, Benjamini-Hochberg flags.
+"""Scores in, p-values out: calibration scores with a fitted tail, and the combination of a row's tests.
 
 A p-value says how often a *normal* row scores at least this high.  It is
 read off calibration scores: scores of normal rows the detector was not
@@ -32,9 +32,9 @@ model fitted on itself, the table's own out-of-fold scores.
   a cluster of anomalies standing apart is trimmed whole instead of being
   fitted as tail.
 
-Benjamini-Hochberg on these p-values bounds the false discovery rate at
-``q`` as far as the tail model holds; ``benchmarks/fdr.py`` measures it on
-tables with no anomalies (docs/method.md, section 9).
+Benjamini-Hochberg on these p-values (:mod:`nrad.flags`) bounds the false
+discovery rate at ``q`` as far as the tail model holds; ``benchmarks/fdr.py``
+measures it on tables with no anomalies (docs/method.md, section 9).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ GAP_LEVEL = 0.01
 #: Fewer calibration scores than this: conformal p-values only.
 MIN_CALIBRATION = 10
 #: The largest tail shape a fit may take (0: exponential), profiled on clean tables
-#: (docs/method.md, section 9): a row's log-density scores reach 0.2, a cell's residuals 0.5.
+#: (docs/method.md, section 9): a cell's residuals are heavier-tailed than a row's log-density.
 MAX_SHAPE = 0.25
 #: The shapes a fit chooses among, 0.025 apart.
 SHAPE_STEP = 0.025
@@ -459,45 +459,3 @@ def conformal_ranks(sorted_calibration: np.ndarray, scores: np.ndarray) -> np.nd
     """``#{i : c_i >= s}`` per score, from the sorted calibration scores (one binary search per row)."""
     calib = np.asarray(sorted_calibration, dtype=np.float64)
     return calib.size - np.searchsorted(calib, np.asarray(scores, dtype=np.float64), side="left")
-
-
-def check_level(value: float, name: str) -> float:
-    """A level such as fdr or contamination must lie in (0, 1)."""
-    if not (isinstance(value, int | float) and 0.0 < float(value) < 1.0):
-        raise NradError(f"{name} must be a number between 0 and 1 (exclusive), got {value!r}")
-    return float(value)
-
-
-def benjamini_hochberg(p_values: np.ndarray, fdr: float) -> np.ndarray:
-    """Boolean flags: rows rejected by Benjamini-Hochberg at level ``fdr``."""
-    p = np.asarray(p_values, dtype=np.float64)
-    return p <= bh_cutoff(p[p <= check_level(fdr, "fdr")], p.size, fdr)
-
-
-def bh_cutoff(candidates: np.ndarray, m: int, fdr: float) -> float:
-    """Benjamini-Hochberg cutoff over ``m`` p-values, from those of them that are ``<= fdr``.
-
-    BH flags the ``k`` smallest p-values for the largest ``k`` with
-    ``p_(k) <= fdr * k / m``; as ``k <= m``, no p-value above ``fdr`` can
-    qualify, so the ones at most ``fdr`` decide alone.  That is what lets a
-    streamed or distributed run keep only those (a share ``fdr`` of the normal
-    rows) instead of every p-value.  A row is flagged iff its p-value is
-    ``<=`` the returned cutoff (``-inf``: none).
-    """
-    fdr = check_level(fdr, "fdr")
-    p = np.sort(np.asarray(candidates, dtype=np.float64))
-    if p.size == 0 or m == 0:
-        return -np.inf
-    passed = p <= fdr * np.arange(1, p.size + 1) / m
-    return float(p[np.flatnonzero(passed)[-1]]) if passed.any() else -np.inf
-
-
-def top_fraction(scores: np.ndarray, contamination: float) -> np.ndarray:
-    """Boolean flags: the ``contamination`` share of rows with the highest scores."""
-    contamination = check_level(contamination, "contamination")
-    scores = np.asarray(scores, dtype=np.float64)
-    k = int(np.ceil(contamination * scores.size))
-    flags = np.zeros(scores.size, dtype=bool)
-    if k:
-        flags[np.argsort(-scores, kind="stable")[:k]] = True
-    return flags

@@ -46,8 +46,8 @@ MIN_CELL_VALUES = 100
 #: When the cells may hold the anomalies scored (a table scored against itself), each side's fit
 #: leaves out its top 1% of the rows: a few gross values per column.
 CELL_TRIM = (0.01, 0.01)
-#: A cell's residual tails may be heavier than a row's log-density (on clean tables their fitted
-#: shapes reach 0.43 at the 95th percentile): the largest shape their fits may take.
+#: A cell's residual tails may be heavier than a row's log-density (results/FDR.md lists the
+#: shapes fitted on clean tables): the largest shape their fits may take.
 CELL_MAX_SHAPE = 0.5
 #: A lattice column (counts, ratings, scores) has a wall at its most extreme value (0 visits, a
 #: rating of 5 of 5) when that value holds at least this share of its values ...

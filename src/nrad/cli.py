@@ -80,7 +80,7 @@ def _render(outcome: Any, top: int = 10) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from nrad.table import with_row_numbers
+    from nrad.results import with_row_numbers
 
     console = Console()
     scored = outcome.scored
@@ -93,7 +93,7 @@ def _render(outcome: Any, top: int = 10) -> None:
     seen = {k: v for k, v in outcome.counts.items() if v}
     if seen:
         console.print("in the input: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in seen.items()))
-    from nrad.table import strongest_first
+    from nrad.results import strongest_first
 
     shown = scored.iloc[strongest_first(scored)[:top]]
     if outcome.row_numbers:
@@ -242,7 +242,8 @@ def fit(
     source_split: SplitOpt = False,
 ) -> None:
     """Fit a model on TRAIN and save it."""
-    from nrad.workflow import fit_model, notes_for
+    from nrad.results import notes_for
+    from nrad.workflow import fit_model
 
     fitted = fit_model(train, id_column, ignore or [], random_state=seed, verbose=True, max_epochs=max_epochs,
                        sample_rows=sample_rows, model_path=model, progress=_progress(),

@@ -12,8 +12,8 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 
 from nrad.bench.datasets import load_dataset
 from nrad.bench.settings import make_split
-from nrad.detector import NRDE
 from nrad.io import atomic_path
+from nrad.nrde import NRDE
 
 
 @dataclass(frozen=True)

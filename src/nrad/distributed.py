@@ -27,12 +27,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nrad.calibration import bh_cutoff
 from nrad.errors import NradError
 from nrad.extras import require
+from nrad.flags import FlagRule
 from nrad.model_file import model_from_bytes, model_to_bytes
-from nrad.stream import TOP_ROWS
-from nrad.table import TableModel, check_explain, flag_rule
+from nrad.results import Outcome, as_strong_as, check_explain, notes_for, rows_to_explain, strongest
+from nrad.table import TableModel
 
 #: Models loaded in this (worker) process, by SHA-256 of their file bytes.
 _LOADED: dict[str, TableModel] = {}
@@ -71,21 +71,32 @@ def _ship(model: TableModel) -> tuple[Any, str]:
     return dask.delayed(payload, pure=True), digest
 
 
-def flag(scored: Any, model: TableModel, fdr: float | None = None, contamination: float | None = None) -> Any:
-    """Add ``flagged`` by the rule of :func:`nrad.table.flag_rule` (BH at ``fdr``, default 0.05, or
-    the top ``contamination`` share, ties at the cutoff taken in row order as everywhere else).
+def flag(
+    scored: Any,
+    model: TableModel,
+    fdr: float | None = None,
+    contamination: float | None = None,
+    rule: FlagRule | None = None,
+) -> Any:
+    """Add ``flagged`` by the flag rule (:class:`nrad.flags.FlagRule`: BH at ``fdr``, default 0.05,
+    or the top ``contamination`` share; or a ``rule`` already made), exactly as in memory.
 
-    Computes the cutoff now (one pass over ``scored``: persist it first to
-    avoid scoring twice) and returns a lazy frame.
+    Computes the cutoff now, partition by partition in order (persist ``scored``
+    first to avoid scoring twice), and returns a lazy frame.
     """
-    rule = flag_rule(fdr, contamination)
-    if rule.kind == "top":
-        return _flag_top_share(scored, rule.level)
-    model.require_p_values()
-    p = scored["p_value"]
-    n, candidates = _compute(p.shape[0], p[p <= rule.level])
-    cutoff = bh_cutoff(candidates.to_numpy(), int(n), rule.level)
-    return scored.assign(flagged=scored["p_value"] <= cutoff)
+    rule = FlagRule.of(fdr, contamination) if rule is None else rule
+    model.require_p_values(rule)
+    column = scored[rule.column]
+    (n,) = _compute(column.shape[0])
+    parts = column.to_delayed()
+    cutoff = rule.cutoff(int(n), lambda: (np.asarray(_compute(part)[0]) for part in parts))
+
+    def mark(part: pd.DataFrame, partition_info: dict[str, Any] | None = None) -> pd.DataFrame:
+        chunk = partition_info["number"] if partition_info else 0
+        return part.assign(flagged=rule.apply(part[rule.column].to_numpy(), cutoff, chunk))
+
+    meta = scored._meta.assign(flagged=pd.Series([], dtype=bool))
+    return scored.map_partitions(mark, meta=meta)
 
 
 def _compute(*things: Any) -> tuple[Any, ...]:
@@ -94,42 +105,11 @@ def _compute(*things: Any) -> tuple[Any, ...]:
     return dask.compute(*things)
 
 
-def _flag_top_share(scored: Any, contamination: float) -> Any:
-    """The ``k = ceil(c n)`` highest scores; among rows tied at the cutoff, the first ones in row order."""
-    s = scored["anomaly_score"]
-    (n,) = _compute(s.shape[0])
-    k = int(np.ceil(contamination * int(n)))
-    if k == 0:
-        return scored.assign(flagged=False)
-    (cut,) = _compute(s.nlargest(k).min())
-    above, ties = _compute(
-        s.map_partitions(lambda v: pd.Series([int((v > cut).sum())]), meta=("n", "int64")),
-        s.map_partitions(lambda v: pd.Series([int((v == cut).sum())]), meta=("n", "int64")),
-    )
-    # Tied rows to take from each partition, in partition (row) order.
-    left = k - int(above.sum())
-    take = []
-    for t in ties.to_numpy():
-        take.append(min(int(t), max(left, 0)))
-        left -= take[-1]
-
-    def mark(part: pd.DataFrame, partition_info: dict[str, Any] | None = None) -> pd.DataFrame:
-        i = partition_info["number"] if partition_info else 0
-        v = part["anomaly_score"].to_numpy()
-        flags = v > cut
-        flags[np.flatnonzero(v == cut)[: take[i]]] = True
-        return part.assign(flagged=flags)
-
-    meta = scored._meta.assign(flagged=pd.Series([], dtype=bool))
-    return scored.map_partitions(mark, meta=meta)
-
-
 def score_to_parquet(
     model: TableModel,
     data: str | Path,
     out: str | Path,
-    fdr: float | None = None,
-    contamination: float | None = None,
+    rule: FlagRule,
     explain: str = "flagged",
     scheduler: str | None = None,
     n_workers: int = 2,
@@ -146,7 +126,7 @@ def score_to_parquet(
     with ``n_workers`` threads in this process, because the work (Arrow
     decoding, torch, Parquet writing) releases the GIL and threads skip the
     worker start-up (importing torch again per process) and the copies
-    between processes (measured by ``benchmarks/scale.py``); ``processes=True``
+    between processes (``benchmarks/scale.py`` compares both); ``processes=True``
     starts ``n_workers`` single-thread worker processes instead.
     """
     require("dask.dataframe", "dask")
@@ -155,9 +135,6 @@ def score_to_parquet(
     import dask.dataframe as dd
     from distributed import Client, LocalCluster
 
-    from nrad.workflow import Outcome, notes_for
-
-    rule = flag_rule(fdr, contamination)
     check_explain(explain)
     out = Path(out)
     if out.exists():
@@ -177,22 +154,20 @@ def score_to_parquet(
                 scratch / "scored", write_index=False, name_function=_part_name
             )
             scored = dd.read_parquet(scratch / "scored")
-            flagged = flag(scored, model, fdr, contamination)
+            flagged = flag(scored, model, rule=rule)
             cols = list(flagged.columns)
             cols.insert(cols.index("p_value") + 1, cols.pop(cols.index("flagged")))
             flagged = flagged[cols]
-            top_scores = flagged["anomaly_score"].nlargest(TOP_ROWS)
             if explain == "flagged":
-                (lowest_top,) = dask.compute(top_scores.min())
-                flagged = _explain_flagged(ddf, flagged, model, float(lowest_top))
+                weakest = _strongest(flagged).iloc[-1]
+                flagged = _explain_flagged(ddf, flagged, model, weakest)
             # Pass 2: write the flagged dataset and count/rank in the same read.
             write = flagged.to_parquet(
                 scratch / "final", write_index=False, compute=False, name_function=_part_name
             )
-            _, n_rows, n_flagged, top = dask.compute(
-                write, flagged.shape[0], flagged["flagged"].sum(), flagged.nlargest(TOP_ROWS, "anomaly_score")
-            )
+            _, n_rows, n_flagged = dask.compute(write, flagged.shape[0], flagged["flagged"].sum())
             n_rows, n_flagged = int(n_rows), int(n_flagged)
+            top = _strongest(dd.read_parquet(scratch / "final"))
         os.chmod(scratch / "final", 0o777 & ~_umask())
         (scratch / "final").rename(out)
     finally:
@@ -205,22 +180,29 @@ def score_to_parquet(
                    n_flagged, row_numbers=False, units=model.score_units)  # fmt: skip
 
 
-def _explain_flagged(ddf: Any, flagged: Any, model: TableModel, lowest_top: float) -> Any:
-    """Explanations of the flagged rows and of the top rows (score >= the TOP_ROWS-th), per partition."""
+def _strongest(scored: Any) -> pd.DataFrame:
+    """The run's ``EXPLAIN_TOP`` rows with the strongest evidence: each partition's, then theirs."""
+    (parts,) = _compute(scored.map_partitions(strongest, meta=scored._meta))
+    return strongest(parts)
+
+
+def _explain_flagged(ddf: Any, flagged: Any, model: TableModel, weakest: pd.Series) -> Any:
+    """Explanations of the flagged rows and of the top rows (evidence at least as strong as the
+    ``EXPLAIN_TOP``-th strongest row's), per partition."""
     import dask.dataframe as dd
 
     shipped, digest = _ship(model)
     meta = flagged._meta.assign(top_features=pd.Series([], dtype="str"), reason=pd.Series([], dtype="str"))
-    return dd.map_partitions(_explain_partition, ddf, flagged, shipped, digest, lowest_top, meta=meta,
+    return dd.map_partitions(_explain_partition, ddf, flagged, shipped, digest, weakest, meta=meta,
                              align_dataframes=False)  # fmt: skip
 
 
 def _explain_partition(
-    data: pd.DataFrame, scored: pd.DataFrame, payload: bytes, digest: str, lowest_top: float
+    data: pd.DataFrame, scored: pd.DataFrame, payload: bytes, digest: str, weakest: pd.Series
 ) -> pd.DataFrame:
     model = _model(payload, digest)
     scored = scored.reset_index(drop=True)
-    rows = np.flatnonzero(scored["flagged"].to_numpy() | (scored["anomaly_score"].to_numpy() >= lowest_top))
+    rows = rows_to_explain(scored["flagged"].to_numpy(), np.flatnonzero(as_strong_as(scored, weakest)))
     top, reason = [""] * len(scored), [""] * len(scored)
     if rows.size:
         got_top, got_reason = model.describe(data.reset_index(drop=True), rows=rows, what="partition")
@@ -275,9 +257,9 @@ def read_data(data: str | Path) -> Any:
         # Split files into partitions of about BLOCKSIZE by row groups: by
         # default one file is one partition, which leaves all but one worker idle.
         return dd.read_parquet(data, split_row_groups="infer", blocksize=BLOCKSIZE)
-    from nrad.io import _csv_delimiter
+    from nrad.io import csv_delimiter
 
-    return dd.read_csv(data, sep=_csv_delimiter(data), blocksize=BLOCKSIZE, assume_missing=True)
+    return dd.read_csv(data, sep=csv_delimiter(data), blocksize=BLOCKSIZE, assume_missing=True)
 
 
 def _current_client() -> Any:
@@ -323,8 +305,8 @@ def _reuse_heap() -> bool:
     (its ``distributed.nanny.pre-spawn-environ``).  Setting it also stops
     glibc from raising its mmap threshold, so every allocation over 128 KiB
     is mapped fresh and unmapped when freed: the scoring kernel's MB-sized
-    intermediates then page-fault on every op (measured: 3.3x slower, 7,813
-    against 26,381 rows/s on one thread).  The thresholds are set where
+    intermediates then page-fault on every op, several times slower
+    (benchmarks/scale.py shows it).  The thresholds are set where
     glibc's own rule takes them (32 MiB mmap, twice that trim).  By hand,
     through ctypes: no library exposes ``mallopt``, and the variable is read
     only when the process starts.

@@ -18,8 +18,9 @@ import pandas as pd
 from sklearn.base import BaseEstimator, OutlierMixin
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from nrad.calibration import benjamini_hochberg, check_level
-from nrad.table import DEFAULT_FDR, DETECTORS, TableModel, as_pandas, fit_table
+from nrad.encoding import as_pandas
+from nrad.flags import DEFAULT_FDR, FlagRule
+from nrad.table import DETECTORS, TableModel, fit_table
 
 
 class TableDetector(OutlierMixin, BaseEstimator):
@@ -82,7 +83,7 @@ class TableDetector(OutlierMixin, BaseEstimator):
         """Fit the table model on ``X`` (DataFrame or 2-D array; ``y`` is ignored)."""
         if self.detector not in DETECTORS:
             raise ValueError(f"detector must be one of {', '.join(DETECTORS)}, got {self.detector!r}")
-        check_level(self.fdr, "fdr")
+        FlagRule.of(self.fdr)  # a level outside (0, 1) fails before the fit
         frame = _frame(X)
         params = {} if self.max_epochs is None else {"max_epochs": self.max_epochs}
         self.model_: TableModel = fit_table(
@@ -105,7 +106,7 @@ class TableDetector(OutlierMixin, BaseEstimator):
         ``nrad detect``'s ``flagged`` column (-1 flagged, +1 not)."""
         self.fit(X)
         # The training rows' p-values were computed by fit: flag them without a second pass.
-        return np.where(benjamini_hochberg(self.training_p_values_, self.fdr), -1, 1)
+        return np.where(FlagRule.of(self.fdr).flags(self.training_p_values_), -1, 1)
 
     def anomaly_score(self, X: Any) -> np.ndarray:
         """Anomaly score per row, the rows read as new ones (higher = more anomalous)."""

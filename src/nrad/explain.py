@@ -39,10 +39,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from nrad.encoding import PRESENT, SPIKE, Prepared, as_pandas
+from nrad.evidence import row_p_values
 from nrad.preprocess import MISSING, OTHER, WEEKDAYS
 
 if TYPE_CHECKING:
-    from nrad.table import Prepared, TableModel
+    from nrad.table import TableModel
+
+#: Columns named in ``top_features``.
+TOP_FEATURES = 3
 
 #: A categorical feature with more codes than this is repaired only with its most frequent levels
 #: (plus other and missing).
@@ -99,7 +104,7 @@ def _repair_chunk(model: TableModel, prep: Prepared, folds: np.ndarray | None) -
             candidates[pick[better]] if candidates.ndim == 1 else candidates[better, pick[better]]
         )
 
-    grid, grid_terms = model.scaler.grid, _grid_terms(model)
+    grid, grid_terms = model.numeric.grid, _grid_terms(model)
     sources = model.schema.numeric_sources
     for j in range(z.shape[1]):
         trial = np.repeat(z, grid.shape[1], axis=0)
@@ -131,7 +136,7 @@ def ranked(
     hour of day to another value moved the score by 41 nats, which says
     nothing about the hour.  Once the age is typical, what another column
     gives back is what it adds of its own.  A column related to the first
-    (:attr:`nrad.scaler.NumericScaler.related`: the two move together in
+    (:attr:`nrad.numeric.NumericModel.related`: the two move together in
     training) keeps its own credit, so both columns of a broken relation
     are named: repairing either one alone mends the row.
     """
@@ -149,13 +154,11 @@ def ranked(
 
 def repaired(model: TableModel, prep: Prepared, result: Repair, columns: np.ndarray) -> Prepared:
     """``prep`` with column ``columns[i]`` of each row ``i`` set to its repair (kept where there is none)."""
-    from nrad.table import Prepared
-
     y, codes = prep.y.copy(), prep.codes.copy()
     for i, column in enumerate(columns):
         f, value = int(result.feature[i, column]), result.value[i, column]
         if result.kind[i, column] == NUMERIC:
-            y[i, f] = model.scaler.to_shaped(f, np.array([value]), prep.codes[i])[0]
+            y[i, f] = model.numeric.to_shaped(f, np.array([value]), prep.codes[i])[0]
         elif result.kind[i, column] == CATEGORICAL:
             codes[i, f] = int(value)
     return Prepared(y, codes, prep.counts, prep.missing, prep.own_codes)
@@ -166,14 +169,14 @@ def _related_columns(model: TableModel) -> np.ndarray:
     n_cols = len(model.schema.columns)
     related = np.eye(n_cols, dtype=bool)
     sources = model.schema.numeric_sources
-    for j, k in model.scaler.related:
+    for j, k in model.numeric.related:
         related[sources[j], sources[k]] = related[sources[k], sources[j]] = True
     return related
 
 
 def _grid_terms(model: TableModel) -> np.ndarray:
     """(p, GRID) tail terms of each feature's typical values (the candidates a repair offers)."""
-    return model.scaler.tail_terms(model.scaler.grid.T).T
+    return model.numeric.tail_terms(model.numeric.grid.T).T
 
 
 def _credit_pairs(
@@ -199,14 +202,14 @@ def _credit_pairs(
     ``rest``: each row's score without the flow part (categorical terms and
     the soft-clip and tail terms ``terms`` of the unrepaired values).
     """
-    grid = model.scaler.grid
+    grid = model.numeric.grid
     n, g = len(z), grid.shape[1]
     sources = model.schema.numeric_sources
-    if len(model.scaler.related) == 0:
+    if len(model.numeric.related) == 0:
         return
     base = rest + model.flow_score(z, folds)
     grid_terms = _grid_terms(model)
-    for j, k in model.scaler.related:
+    for j, k in model.numeric.related:
         cj, ck = sources[j], sources[k]
         if cj == ck:
             continue
@@ -235,8 +238,6 @@ def _categorical_columns(model: TableModel) -> list[int]:
 
 
 def _level_candidates(model: TableModel, f: int) -> np.ndarray:
-    from nrad.table import PRESENT, SPIKE
-
     n_cat = len(model.schema.categorical_names)
     if f >= n_cat:  # a number's indicator: present, or at its column's spike if it has one
         return np.array([PRESENT, SPIKE]) if model.categories.n_codes[f] == 4 else np.array([PRESENT])
@@ -309,20 +310,20 @@ def _numeric_reason(model: TableModel, prep: Prepared, i: int, j: int, raw: Any,
     other columns as they are, takes most off the score.  When a relation is
     broken (an age that does not go with the balance) the two differ.
     """
-    scaler, schema = model.scaler, model.schema
+    numeric, schema = model.numeric, model.schema
     name = schema.numeric_names[j]
     quart = np.interp(
-        [0.25, 0.75], (np.arange(scaler.grid.shape[1]) + 0.5) / scaler.grid.shape[1], scaler.grid[j]
+        [0.25, 0.75], (np.arange(numeric.grid.shape[1]) + 0.5) / numeric.grid.shape[1], numeric.grid[j]
     )
-    lo, hi = scaler.to_original(j, quart, prep.codes[i])
-    fit = float(scaler.to_original(j, np.array([repaired_z]), prep.codes[i])[0])
-    feature, code = scaler.context(j, prep.codes[i])
+    lo, hi = numeric.to_original(j, quart, prep.codes[i])
+    fit = float(numeric.to_original(j, np.array([repaired_z]), prep.codes[i])[0])
+    feature, code = numeric.context(j, prep.codes[i])
     context = (
         f" for {schema.categorical_names[feature]} {_label(model, feature, code)}" if feature >= 0 else ""
     )
     if np.isnan(prep.y[i, j]):
         return f"{name} missing"
-    step = float(scaler.discrete[j])
+    step = float(numeric.discrete[j])
     if step > 0:  # a count or price: typical values on its lattice ("1", not "0.7782 to 1.436")
         lo, hi, fit = (float(np.round(v / step) * step) for v in (lo, hi, fit))
     show = _clock if name.endswith(".hour") else _short
@@ -432,8 +433,8 @@ def column_handling(model: TableModel, c: int) -> str:
     plan = model.schema.columns[c]
     if plan.kind == "numeric":
         j = model.schema.numeric_names.index(plan.name)
-        parent = int(model.scaler.parent[j])
-        exponent = float(model.scaler.exponent[j])
+        parent = int(model.numeric.parent[j])
+        exponent = float(model.numeric.exponent[j])
         text = (
             "numeric"
             if exponent == 1
@@ -443,8 +444,8 @@ def column_handling(model: TableModel, c: int) -> str:
                 else f"numeric, power transform (exponent {exponent:.2g})"
             )
         )
-        if model.scaler.discrete[j] > 0:
-            text += f", steps of {model.scaler.discrete[j]:.4g}"
+        if model.numeric.discrete[j] > 0:
+            text += f", steps of {model.numeric.discrete[j]:.4g}"
         if parent >= 0:
             text += f", read given {model.schema.categorical_names[parent]}"
         return text
@@ -458,3 +459,87 @@ def column_handling(model: TableModel, c: int) -> str:
     if parent >= 0:
         text += f", depends on {model.schema.categorical_names[parent]}"
     return text
+
+
+# -- what a user reads: top_features and reason -------------------------------------------
+
+
+def describe(
+    model: TableModel,
+    df: pd.DataFrame,
+    prep: Prepared | None = None,
+    what: str = "data",
+    in_sample: bool = False,
+    rows: np.ndarray | None = None,
+    k: int = TOP_FEATURES,
+) -> tuple[list[str], list[str]]:
+    """``top_features`` (``"amount (81%); merchant (19%)"``) and ``reason`` (the first column in words).
+
+    ``rows``: only these positions of ``df`` (default all); ``in_sample``:
+    ``df`` is the table the model was just fitted on.
+    """
+    df = as_pandas(df)
+    folds = model.training_folds(len(df)) if in_sample else None
+    prep = model.prepare(df, what) if prep is None else prep
+    if rows is not None:
+        df, prep = df.iloc[rows], prep.take(rows)
+        folds = None if folds is None else folds[rows]
+    if len(df) == 0:
+        return [], []
+    result = repair(model, prep, folds)
+    names = np.asarray(model.schema.names)
+    order, gains = ranked(model, prep, result, folds, k)
+    order, gains = _cause_first(model, prep, folds, result, order, gains)
+    top = [feature_shares(names[row], row_gains) for row, row_gains in zip(order, gains, strict=True)]
+    return top, reasons(model, df, prep, result, order[:, 0])
+
+
+def _cause_first(
+    model: TableModel,
+    prep: Prepared,
+    folds: np.ndarray | None,
+    result: Any,
+    order: np.ndarray,
+    gains: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rows whose p-value came from one cell name that cell first (the others follow in order)."""
+    scores, density, z, _ = model.scores_prepared(prep, folds)
+    cause = row_p_values(model, prep, scores, z, folds, density)[1]
+    order, gains = order.copy(), gains.copy()
+    for i in np.flatnonzero(cause >= 0):
+        c = int(cause[i])
+        if order[i, 0] == c:
+            continue
+        rest = [j for j in order[i] if j != c][: order.shape[1] - 1]
+        rest_gains = [g for j, g in zip(order[i], gains[i], strict=True) if j != c][: order.shape[1] - 1]
+        order[i] = [c, *rest]
+        # The cell's own repair gain (what repairing it alone gives back), at least a trace so
+        # that it is listed.
+        gains[i] = [max(float(result.gains[i, c]), 0.01), *rest_gains]
+    return order, gains
+
+
+#: A column is listed in ``top_features`` only with at least this share of what the listed ones
+#: give back (the first column always is).
+MIN_SHARE = 0.05
+
+
+def feature_shares(names: Any, gains: np.ndarray) -> str:
+    """``"weight (70%); height (21%); repwt (9%)"``: each named column's share of what repairing the
+    named columns gives back (the first always named; others from ``MIN_SHARE``)."""
+    gains = np.maximum(np.asarray(gains, dtype=np.float64), 0.0)
+    total = gains.sum()
+    if not total > 0:
+        return ""
+    parts = []
+    for k, (name, gain) in enumerate(zip(names, gains, strict=True)):
+        share = gain / total
+        if k == 0 or share >= MIN_SHARE:
+            parts.append(f"{name} ({share:.0%})")
+    return "; ".join(parts)
+
+
+def first_feature(top_features: str) -> str:
+    """The column ``top_features`` names first ("" for none)."""
+    first = str(top_features).split("; ")[0]
+    return first.rsplit(" (", 1)[0] if first else ""

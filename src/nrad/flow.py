@@ -52,7 +52,7 @@ class _Linear(nn.Linear):
     Weights are drawn by ``_init_weights`` from the flow's own generator (or
     loaded from a model file); nn.Linear's default init would consume
     torch's global RNG.  Not ``nn.utils.skip_init``: its meta-device
-    round trip costs ~0.4 s on first use in a process, paid by every
+    round trip costs a noticeable part of a second on first use in a process, paid by every
     ``nrad score`` and every Dask worker that loads a model.
     """
 
@@ -143,7 +143,7 @@ class AffineCoupling(nn.Module):
         The product is written out by hand rather than left to
         ``torch.autograd.forward_ad``: there, ``F.linear`` on dual tensors
         runs a Python decomposition (and its first call imports
-        ``torch._dynamo``, ~0.8 s), and the rows must be tiled once per
+        ``torch._dynamo``, slow to import), and the rows must be tiled once per
         tangent.  Here the row's own values are computed once and only the
         tangents are ``k`` times wider; every op is plain and differentiable,
         so the IMA penalty built on it trains by ordinary backward.

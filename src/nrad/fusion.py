@@ -1,7 +1,7 @@
 """The density score fused with a neighbour score and an isolation score (what ``nrad detect`` runs).
 
 The table model's density (NRDE's flows, the category model and the
-scaler's terms: :mod:`nrad.table`) calls a row unusual when the model of the
+numeric model's terms: :mod:`nrad.table`) calls a row unusual when the model of the
 whole table finds it unlikely.  Two other families call a row unusual for
 other reasons: far from its nearest rows (k-NN: local structure a global
 flow smooths over) and isolated by few random axis-parallel cuts
@@ -115,8 +115,8 @@ class IsolationTrees:
         return 2.0 ** (-depth / self.normalizer) if self.normalizer > 0 else np.ones(len(X))
 
     def _compiled(self) -> list:
-        """scikit-learn ``Tree`` objects built from the arrays (its compiled ``apply`` walks 30x faster
-        than :meth:`_walk`); rebuilt once per object, never stored."""
+        """scikit-learn ``Tree`` objects built from the arrays (its compiled ``apply`` walks many times
+        faster than :meth:`_walk`); rebuilt once per object, never stored."""
         if self._trees is None:
             from sklearn.tree._tree import NODE_DTYPE, Tree
 
@@ -231,7 +231,7 @@ class Fusion:
     def _fold_members(self, k: int, z: np.ndarray) -> np.ndarray:
         # The neighbour score on a log scale: d log r_k is the k-NN density estimate's own
         # negative log-density (up to a constant), the density member's unit, and its tail is
-        # exponential where the raw distance's is heavy (shape 0.15-0.2 on heavy-tailed columns),
+        # exponential where the raw distance's is heavy (on heavy-tailed columns),
         # which the p-values' tail model needs (nrad.calibration).
         distance = self._neighbour_distance(k, z)
         return np.column_stack([np.log(np.maximum(distance, MIN_DISTANCE)), self.forests[k].score(z)])
@@ -241,7 +241,7 @@ class Fusion:
         (:mod:`nrad.neighbours`: exact, and each row's on its own)."""
         import torch
 
-        from nrad.detector import map_chunks
+        from nrad.threads import map_chunks
 
         if self._searches is None:  # built from the stored rows once per object, never saved
             self._searches = [NeighbourSearch(ref, N_NEIGHBORS) for ref in self.references]
@@ -276,7 +276,7 @@ class Fusion:
         """Rebuild from :meth:`to_state`; refuse arrays that do not fit ``n_folds`` folds of ``d`` numbers."""
         references = [np.asarray(arrays[f"{prefix}reference{k}"], dtype=np.float64) for k in range(n_folds)]
         if any(r.ndim != 2 or r.shape[1] != d or len(r) == 0 for r in references):
-            raise ValueError(f"fusion reference rows do not have the {d} numeric features of the scaler")
+            raise ValueError(f"fusion reference rows do not have the {d} numeric features of the numeric model")
         forests = [IsolationTrees.from_arrays(arrays, f"{prefix}forest{k}.", d) for k in range(n_folds)]
         center, spread = (np.asarray(meta[a], dtype=np.float64) for a in ("center", "spread"))
         if center.shape != (len(MEMBERS),) or spread.shape != (len(MEMBERS),) or np.any(spread <= 0):

@@ -13,9 +13,9 @@ chi-square distance), with a small shrinkage towards the diagonal so that
 wide or collinear tables stay invertible.
 
 Written here rather than taken from scikit-learn's ``MinCovDet``: its
-random-subset search took 1.4 s per fold on 2,500 x 10 rows and 26 s on
-4,096 x 50 (the concentration steps here take milliseconds), and it gives no
-conditional distributions of single cells.
+random-subset search takes seconds per fold where the few concentration
+steps here take milliseconds, and it gives no conditional distributions of
+single cells.
 
 What the table model reads off it (``z``: the numbers as the flows read
 them, each standardized in its context):

@@ -48,7 +48,7 @@ def read_table(path: str | Path) -> Any:
     path = _existing(path)
     if _is_parquet(path):
         return _read_parquet(path)
-    delimiter = _csv_delimiter(path)
+    delimiter = csv_delimiter(path)
     with _csv_errors(path):
         return pd.read_csv(path, sep=delimiter, encoding="utf-8", low_memory=False)
 
@@ -67,7 +67,7 @@ def iter_table(path: str | Path, batch_rows: int) -> Iterator[Any]:
         for part in parquet_files(path):
             yield from _iter_parquet(part, batch_rows)
         return
-    delimiter = _csv_delimiter(path)
+    delimiter = csv_delimiter(path)
     with _csv_errors(path):
         reader = pd.read_csv(path, sep=delimiter, encoding="utf-8", chunksize=batch_rows, low_memory=False)
         with reader:
@@ -128,7 +128,7 @@ def _is_parquet(path: Path) -> bool:
     return path.is_dir() or path.suffix.lower() in (".parquet", ".pq")
 
 
-def _csv_delimiter(path: Path) -> str:
+def csv_delimiter(path: Path) -> str:
     """Check that ``path`` is a non-empty UTF-8 CSV with unique headers; return its delimiter."""
     import csv
 
@@ -187,8 +187,8 @@ def _iter_parquet(path: Path, batch_rows: int) -> Iterator[Any]:
 
     try:
         # pre_buffer=False: with it, pyarrow keeps every row group it has read
-        # buffered until the file is closed (measured: +170 MiB per million
-        # rows of 20 float columns), which would make memory grow with the file.
+        # buffered until the file is closed, which would make memory grow with
+        # the file.
         pf = pq.ParquetFile(path, pre_buffer=False)
         _check_flat(pf.schema_arrow, path)
         for batch in pf.iter_batches(batch_size=batch_rows):

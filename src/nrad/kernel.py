@@ -6,8 +6,8 @@ matrix, instead of the training path's ``(rows, features)``.  Then
 
 * a coupling layer's permutation copies whole contiguous rows of that
   matrix (``index_select`` on dim 0, a memory copy per feature) where the
-  row-major gather moves one element at a time (2-3.5 ns each, measured: as
-  slow as a third of the layer's matrix products on 20 features);
+  row-major gather moves one element at a time (on narrow tables as slow
+  as a good share of the layer's matrix products);
 * the conditioning half, the log-scale and the shift are contiguous
   slices of the layer's input and output, not strided views that the next
   op must copy;
@@ -15,22 +15,20 @@ matrix, instead of the training path's ``(rows, features)``.  Then
   a layer's activations stay in the core's cache;
 * the Jacobian-vector products for noise sources run as one matrix
   product per weight over ``(noise sources x rows)`` columns, on slices of
-  a block of about ``TANGENT_COLUMNS`` columns (a chunk of 8,192 rows with
-  15 noise sources made 63 MB activations and ran at half the speed of
-  chunks of 1,024 rows); the passes through the layers stay on the whole
-  block (on the slices' ~300 rows, their ~100 small ops per pass cost
-  20% of the kernel's rows/s, measured);
+  a block of about ``TANGENT_COLUMNS`` columns (whole chunks times many
+  noise sources make activations too large for the cache); the passes
+  through the layers stay on the whole block (on the slices' few rows,
+  their many small ops per pass would cost more than they carry);
 * values not needed again are overwritten in place, and the generator
   pass runs once, its values shared by the log-determinant and the
   tangents (the training path runs it twice).
 
-Measured by ``benchmarks/scale.py`` (docs/scaling.md, "Scoring kernel"):
-on 20 features with 15 noise sources, 3.5-4.1x the rows per second of the
-training path's form.
-Written by hand because it is a second form of ``flow.py``'s layers, not
-a general kernel: ``torch.compile`` fuses the elementwise ops, but scored
-0.64-0.78x this kernel's rows/s, after a compile (seconds, and a C++
-compiler) in every process that scores.  The two forms agree to rounding
+``benchmarks/scale.py`` measures it against the training path's form
+(docs/scaling.md, "Scoring kernel").  Written by hand because it is a
+second form of ``flow.py``'s layers, not a general kernel:
+``torch.compile`` fuses the elementwise ops, but scored fewer rows a
+second than this kernel, after a compile (seconds, and a C++ compiler) in
+every process that scores.  The two forms agree to rounding
 (tests compare them); all scoring in the product goes through this one,
 so a row's score never depends on which form ran.  Explanations need
 gradients and use the autograd form.
@@ -47,13 +45,13 @@ from torch.nn import functional as F
 
 from nrad.flow import AffineCoupling, CouplingFlow, LULinear, base_logpdf
 
-#: Rows per block: a 64-unit activation of 2,016 rows is 1 MB, a core's L2 cache here.
+#: Rows per block: a 64-unit activation of this many rows fits a core's L2 cache.
 BLOCK_ROWS = 2016
 #: With noise sources, (noise sources x rows) columns per block of tangents.
 TANGENT_COLUMNS = 4096
 #: Blocks hold a multiple of this many rows (padded with copies of the last row): the matrix
 #: kernel computes the rows in tiles, and the rows of a last, partial tile are summed in
-#: another order (1 ulp, measured: a row's score changed with its place among the rows).
+#: another order (a row's score would change in its last bit with its place among the rows).
 ROW_MULTIPLE = 96
 
 

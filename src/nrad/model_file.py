@@ -23,34 +23,33 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from safetensors.numpy import load as load_tensors
 from safetensors.numpy import save as save_tensors
 
 from nrad import __version__
 from nrad.categories import CategoryModel
 from nrad.cells import LatticeWalls
-from nrad.detector import NRDE
 from nrad.errors import NradError
-from nrad.flow import CouplingFlow
+from nrad.evidence import ChannelTails
 from nrad.fusion import Fusion
 from nrad.gaussian import RobustGaussian
 from nrad.io import atomic_path
+from nrad.nrde import NRDE
+from nrad.numeric import NumericModel
 from nrad.preprocess import TableSchema
-from nrad.scaler import NumericScaler
-from nrad.table import MAX_CELL_FEATURES, ChannelTails, TableModel
+from nrad.table import MAX_CELL_FEATURES, TableModel
 
 FORMAT = "nrad-model"
+#: Version 6: every part saves itself (a detector's flow weights under its own prefix).
 #: Version 5: the channels' tails together (the anomaly score, the density, the robust distance,
 #: each cell tested by its residual and by its value in context), lattice walls, the robust
 #: Gaussian's sparse columns (p-values of earlier versions were calibrated differently: those
 #: files must be refitted).
-FORMAT_VERSION = 5
-READS_VERSIONS = (5,)
+FORMAT_VERSION = 6
+READS_VERSIONS = (6,)
 MANIFEST, TENSORS = "manifest.json", "tensors.safetensors"
 MAX_MANIFEST_BYTES = 16 * 2**20
 MAX_TENSOR_BYTES = 2 * 2**30
-ARRAYS = ("mean_", "scale_", "source_influence_", "pure_sources_", "noise_sources_", "calibration_scores_")
 
 
 class ModelFileError(NradError):
@@ -81,18 +80,13 @@ def _write_zip(model: TableModel, fh: Any) -> None:
     tensors: dict[str, np.ndarray] = {}
     detectors = []
     for k, det in enumerate(model.detectors):
-        tensors.update(
-            {f"flow{k}.{name}": v.detach().cpu().numpy() for name, v in det.flow_.state_dict().items()}
-        )
-        tensors.update({f"detector{k}.{a}": np.asarray(getattr(det, a)) for a in ARRAYS})
-        detectors.append({
-            "params": _json_params(det.get_params()),
-            "learned": {a: getattr(det, a) for a in ("offset_", "n_epochs_", "n_features_in_")},
-        })  # fmt: skip
+        meta, arrays = det.to_state(f"detector{k}.")
+        detectors.append(meta)
+        tensors.update(arrays)
     categories, cat_arrays = model.categories.to_state("categories.")
-    scaler, scaler_arrays = model.scaler.to_state("scaler.")
+    numeric, numeric_arrays = model.numeric.to_state("numeric.")
     tensors.update(cat_arrays)
-    tensors.update(scaler_arrays)
+    tensors.update(numeric_arrays)
     fusion = None
     if model.fusion is not None:
         fusion, fusion_arrays = model.fusion.to_state("fusion.")
@@ -116,7 +110,7 @@ def _write_zip(model: TableModel, fh: Any) -> None:
         "nrad_version": __version__,
         "schema": model.schema.to_dict(),
         "categories": categories,
-        "scaler": scaler,
+        "numeric": numeric,
         "detectors": detectors,
         "fusion": fusion,
         "tails": tails,
@@ -218,21 +212,23 @@ def _check_manifest(manifest: Any, tensors: dict[str, np.ndarray], path: Path) -
 def _rebuild(manifest: dict[str, Any], tensors: dict[str, np.ndarray]) -> TableModel:
     schema = TableSchema.from_dict(manifest["schema"])
     categories = CategoryModel.from_state(manifest["categories"], tensors, "categories.")
-    scaler = NumericScaler.from_state(manifest["scaler"], tensors, "scaler.")
+    numeric = NumericModel.from_state(manifest["numeric"], tensors, "numeric.")
     if categories.n_features != len(schema.categorical_names) + _n_indicators(schema):
         raise ValueError(
             f"category model has {categories.n_features} features, the schema makes a different number"
         )
-    if scaler.n_features != len(schema.numeric_names):
+    if numeric.n_features != len(schema.numeric_names):
         raise ValueError(
-            f"scaler has {scaler.n_features} features, the schema makes {len(schema.numeric_names)}"
+            f"numeric model has {numeric.n_features} features, the schema makes {len(schema.numeric_names)}"
         )
-    p = scaler.n_features
+    p = numeric.n_features
     basis = np.asarray(tensors["basis"], dtype=np.float64) if "basis" in tensors else None
     if basis is not None and (basis.ndim != 2 or basis.shape[0] != p or not np.isfinite(basis).all()):
         raise ValueError(f"the components basis must be finite, with a row per numeric feature ({p})")
     width = p if basis is None else basis.shape[1]
-    detectors = [_rebuild_detector(spec, tensors, k, width) for k, spec in enumerate(manifest["detectors"])]
+    detectors = [
+        NRDE.from_state(spec, tensors, f"detector{k}.", width) for k, spec in enumerate(manifest["detectors"])
+    ]
     n_folds = max(len(detectors), len(manifest["gaussians"]))
     fusion = None
     if manifest.get("fusion") is not None:
@@ -244,55 +240,22 @@ def _rebuild(manifest: dict[str, Any], tensors: dict[str, np.ndarray]) -> TableM
         for k, meta in enumerate(manifest["gaussians"])
     ]
     if tails is not None and tails.cells is not None and tails.cells.n_features != p:
-        raise ValueError(f"cell tests are for {tails.cells.n_features} numeric features, the scaler makes {p}")
+        raise ValueError(
+            f"cell tests are for {tails.cells.n_features} numeric features, the numeric model makes {p}"
+        )
     walls = LatticeWalls.from_state(tensors, "walls.", p) if "walls.low" in tensors else None
     residual_variance = float(manifest["residual_variance"])
     if not residual_variance > 0:
         raise ValueError("the components' residual variance must be positive")
     return TableModel(
-        schema, categories, scaler, detectors, tails, manifest.get("id_column"),
+        schema, categories, numeric, detectors, tails, manifest.get("id_column"),
         list(manifest.get("ignore", [])), manifest.get("info", {}), fusion=fusion, gaussians=gaussians,
         basis=basis, residual_variance=residual_variance, walls=walls,
     )  # fmt: skip
 
 
-def _rebuild_detector(spec: dict[str, Any], tensors: dict[str, np.ndarray], k: int, d: int) -> NRDE:
-    params = spec["params"]
-    det = NRDE(**params)
-    learned = spec["learned"]
-    if int(learned["n_features_in_"]) != d:
-        raise ValueError(f"flow {k} takes {learned['n_features_in_']} features, the scaler makes {d}")
-    flow = CouplingFlow(
-        d, int(params["n_transforms"]), int(params["hidden_units"]), np.random.default_rng(0), np.eye(d)
-    )
-    prefix = f"flow{k}."
-    state = {
-        name[len(prefix) :]: torch.as_tensor(v) for name, v in tensors.items() if name.startswith(prefix)
-    }
-    flow.load_state_dict(state, strict=True)
-    det.flow_ = flow.double().eval()
-    for a in ARRAYS:
-        setattr(det, a, np.asarray(tensors[f"detector{k}.{a}"]))
-    for a in ("mean_", "scale_"):
-        if getattr(det, a).shape != (d,):
-            raise ValueError(f"{a} has shape {getattr(det, a).shape}, expected ({d},)")
-    det.offset_ = float(learned["offset_"])
-    det.n_epochs_ = int(learned["n_epochs_"])
-    det.n_features_in_ = d
-    return det
-
-
 def _n_indicators(schema: TableSchema) -> int:
     return sum(1 for c in schema.numeric_sources if schema.columns[c].kind == "numeric")
-
-
-def _json_params(params: dict[str, Any]) -> dict[str, Any]:
-    out = {}
-    for k, v in params.items():
-        if isinstance(v, np.random.RandomState):
-            v = None  # a RandomState object cannot travel; the fitted model no longer needs it
-        out[k] = v
-    return out
 
 
 def _json_default(obj: Any) -> Any:

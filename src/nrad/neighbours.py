@@ -8,14 +8,14 @@ because
 * scoring calls it from several threads at once, and scikit-learn's
   search is not made for that: each call limits BLAS to one thread for
   the whole process and restores it on return, so concurrent calls undo
-  each other's limit (measured: OpenBLAS then warns that it runs threads
-  inside an OpenMP loop and "may hang"), and scikit-learn has an open bug
-  report of wrong results from concurrent calls (not reproduced here);
+  each other's limit (OpenBLAS then warns that it runs threads inside an
+  OpenMP loop and "may hang"), and scikit-learn has an open bug report of
+  wrong results from concurrent calls;
 * a row's result must not depend on its batch (streamed, Dask and
   in-memory scores are identical): the rows go through the products in
   the scoring kernel's padded, feature-major blocks (:mod:`nrad.kernel`);
-* on one thread per batch, as the scoring threads run it, it takes 10-12
-  us a row for two folds of 4,096 x 20 against scikit-learn's 14 (measured).
+* on one thread per batch, as the scoring threads run it, it is faster
+  than scikit-learn's search (benchmarks/scale.py compares them).
 
 The search: for a block of rows, ``|r|^2 / 2 - r.z`` ranks the reference
 rows ``r`` as the distance to ``z`` does (one matrix product).  The
@@ -37,8 +37,8 @@ from nrad.kernel import feature_major_blocks
 
 #: Reference rows per group of the search.
 GROUP = 64
-#: Rows per block: the block's (reference rows x rows) products, 3 MB at 4,096 reference rows,
-#: stay near the core's cache (measured, two folds of 4,096: 96 rows 10-12 us a row, 480 rows 31).
+#: Rows per block: the block's (reference rows x rows) products stay near a core's cache (larger
+#: blocks spill it and run slower a row).
 BLOCK_ROWS = 96
 
 

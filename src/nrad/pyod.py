@@ -69,7 +69,7 @@ class NRDE(BaseDetector):
         """Fit on ``X`` (``y`` is ignored, as in PyOD's unsupervised detectors)."""
         from sklearn.utils import check_array
 
-        from nrad.detector import NRDE as Estimator
+        from nrad.nrde import NRDE as Estimator
 
         X = check_array(X)
         self._set_n_classes(y)

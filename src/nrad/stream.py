@@ -3,13 +3,11 @@
 Both read the file in batches (:func:`nrad.io.iter_table`), so peak memory is
 a few batches whatever the number of rows.
 
-Scoring needs one global fact before any row can be flagged: the
-Benjamini-Hochberg cutoff (or, with ``contamination``, the k-th largest
-score) depends on every row.  So scoring runs in two steps: (1) each batch
-is scored and its results appended to a spill file beside the output, while
-the p-values at most the FDR level are kept (no larger one can be flagged,
-so they decide the cutoff alone: a share ``fdr`` of the normal rows);
-(2) the cutoff is computed from them and the spill is copied to a temp
+Scoring needs one global fact before any row can be flagged: the flag
+rule's cutoff (:mod:`nrad.flags`) depends on every row.  So scoring runs in
+two steps: (1) each batch is scored and its results appended to a spill
+file beside the output; (2) the rule's cutoff is read off the spill's
+column for it (row group by row group) and the spill is copied to a temp
 output with ``flagged`` added, then renamed.  The flagged rows (and the top
 rows) are explained in step 2: the input is read a second time beside the
 spill, and only those rows are transformed again.
@@ -28,10 +26,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nrad.calibration import bh_cutoff
 from nrad.errors import NradError
+from nrad.flags import Cutoff, FlagRule
 from nrad.io import atomic_path, count_rows, iter_table, read_table
-from nrad.table import RESULT_COLUMNS, TableModel, check_explain, flag_rule, strongest_first
+from nrad.results import RESULT_COLUMNS, check_explain, rows_to_explain, strongest, strongest_first
+from nrad.table import TableModel
 
 #: Rows per batch read from the input (and per Parquet row group written).
 BATCH_ROWS = 65_536
@@ -41,9 +40,6 @@ BATCH_ROWS = 65_536
 IN_FLIGHT_PER_THREAD = 2
 #: Default fit budget: files with more rows are fitted on a uniform sample this large.
 SAMPLE_ROWS = 200_000
-#: Rows shown in the command line's summary table.
-TOP_ROWS = 10
-
 
 # -- fitting on a sample ---------------------------------------------------
 
@@ -117,8 +113,7 @@ def score_file(
     model: TableModel,
     data: str | Path,
     out: str | Path,
-    fdr: float | None = None,
-    contamination: float | None = None,
+    rule: FlagRule,
     explain: str = "flagged",
     batch_rows: int = BATCH_ROWS,
     with_input: bool = False,
@@ -130,40 +125,24 @@ def score_file(
     complete (temp file, then rename).
     """
     out = Path(out)
-    rule = flag_rule(fdr, contamination)
-    if rule.kind == "fdr":
-        model.require_p_values()
+    model.require_p_values(rule)
     check_explain(explain)
     out.parent.mkdir(parents=True, exist_ok=True)
     spill_dir = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.spill."))
     try:
         spill = spill_dir / "scored.parquet"
-        level = rule.level if rule.kind == "fdr" else 0.0
-        n_rows, candidates, top, counts = _score_to_spill(
-            model, data, spill, explain == "all", batch_rows, level, with_input
+        n_rows, top, counts = _score_to_spill(model, data, spill, explain == "all", batch_rows, with_input)
+        cutoff = rule.cutoff(
+            n_rows, lambda: (part[rule.column].to_numpy() for part in _spill_batches(spill, [rule.column]))
         )
-        if rule.kind == "top":
-            flag = _top_share_flagger(spill, n_rows, rule.level)
-        else:
-            cutoff = bh_cutoff(candidates, n_rows, rule.level)
-            flag = lambda part: part["p_value"].to_numpy() <= cutoff  # noqa: E731
         describe = None
         if explain == "flagged":
             describe = _describer(model, data, batch_rows, set(top.index.tolist()))
-        n_flagged = _write_flagged(spill, out, flag, describe)
+        n_flagged, top_flags = _write_flagged(spill, out, rule, cutoff, describe, set(top.index.tolist()))
     finally:
         shutil.rmtree(spill_dir, ignore_errors=True)
     top = top.iloc[strongest_first(top)]
-    # The summary's rows say whether they were flagged, as in memory: by BH's cutoff, or, for the
-    # top share, by the score the share ends at (ties there taken in row order, as the flagger's).
-    if rule.kind == "top":
-        kth = getattr(flag, "kth", np.inf)
-        flagged = top["anomaly_score"].to_numpy() > kth
-        ties = np.flatnonzero(top["anomaly_score"].to_numpy() == kth)
-        flagged[ties[np.argsort(top.index.to_numpy()[ties])][: getattr(flag, "ties", 0)]] = True
-    else:
-        flagged = top["p_value"].to_numpy() <= cutoff
-    top.insert(top.columns.get_loc("p_value") + 1, "flagged", flagged)
+    top.insert(top.columns.get_loc("p_value") + 1, "flagged", [top_flags[i] for i in top.index])
     if explain == "flagged":
         words, reason = model.describe(_rows_at(data, top.index, batch_rows))
         top = top.assign(top_features=words, reason=reason)
@@ -182,10 +161,8 @@ def _describer(
 
     def describe(part: pd.DataFrame, flags: np.ndarray, start: int) -> tuple[list[str], list[str]]:
         frame = rows(len(part))
-        want = flags.copy()
-        want[[i - start for i in top_rows if start <= i < start + len(part)]] = True
+        chosen = rows_to_explain(flags, [i - start for i in top_rows if start <= i < start + len(part)])
         top, reason = [""] * len(part), [""] * len(part)
-        chosen = np.flatnonzero(want)
         if chosen.size:
             got_top, got_reason = model.describe(frame, rows=chosen, what=f"{data} (rows from {start + 1})")
             for k, i in enumerate(chosen):
@@ -238,8 +215,7 @@ def even_batch_rows(n_rows: int | None, batch_rows: int, workers: int) -> int:
     count is a multiple of ``workers`` (``batch_rows`` when ``n_rows`` is unknown, as for CSV).
 
     Batches are scored ``workers`` at a time; with a short last batch, the
-    other workers idle while one scores its whole batch (measured on 1M rows
-    in batches of 65,536: one core idle for the last 4 s of 62 s).
+    other workers would idle while one scores its whole batch.
     """
     if not n_rows or workers <= 1:
         return batch_rows
@@ -253,30 +229,26 @@ def _score_to_spill(
     spill: Path,
     explain: bool,
     batch_rows: int,
-    level: float,
     with_input: bool = False,
-) -> tuple[int, np.ndarray, pd.DataFrame, dict[str, int]]:
-    """Pass 1: score every batch into the spill; keep the p-values at most ``level`` (what BH needs)."""
+) -> tuple[int, pd.DataFrame, dict[str, int]]:
+    """Pass 1: score every batch into the spill; keep the rows with the strongest evidence."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     import torch
 
-    candidates: list[np.ndarray] = []
     counts: dict[str, int] = {}
     top = pd.DataFrame()
     writer = None
     start = 0
 
-    def finish(part: pd.DataFrame) -> tuple[np.ndarray, pa.Table]:
-        # On the batch's own thread (both release the GIL), so the writing thread only writes.
-        p = part["p_value"].to_numpy()
-        return p[p <= level], pa.Table.from_pandas(part, preserve_index=False)
+    def finish(part: pd.DataFrame) -> pa.Table:
+        # On the batch's own thread (Arrow releases the GIL), so the writing thread only writes.
+        return pa.Table.from_pandas(part, preserve_index=False)
 
     rows = even_batch_rows(count_rows(data), batch_rows, torch.get_num_threads())
     batches = scored_batches(model, prefetch(iter_table(data, rows)), explain, data, finish, with_input)
     try:
-        for part, part_counts, (small, table) in batches:
-            candidates.append(small)
+        for part, part_counts, table in batches:
             for key, value in part_counts.items():
                 counts[key] = counts.get(key, 0) + value
             if writer is None:
@@ -292,7 +264,7 @@ def _score_to_spill(
             writer.close()
     if writer is None:
         raise NradError(f"{data} has no rows (only a header?)")
-    return start, np.concatenate(candidates), top, counts
+    return start, top, counts
 
 
 def scored_batches(
@@ -407,7 +379,7 @@ def _conform(table: Any, schema: Any, data: str | Path, start: int) -> Any:
 def _merge_top(top: pd.DataFrame, part: pd.DataFrame) -> pd.DataFrame:
     """The run's rows so far with the strongest evidence (:func:`nrad.table.strongest_first`)."""
     both = part if top.empty else pd.concat([top, part])
-    return both.iloc[strongest_first(both)[:TOP_ROWS]]
+    return strongest(both)
 
 
 def _spill_batches(spill: Path, columns: list[str] | None = None) -> Iterator[pd.DataFrame]:
@@ -418,95 +390,29 @@ def _spill_batches(spill: Path, columns: list[str] | None = None) -> Iterator[pd
         yield pf.read_row_group(i, columns=columns).to_pandas()
 
 
-def _top_share_flagger(
-    spill: Path, n_rows: int, contamination: float
-) -> Callable[[pd.DataFrame], np.ndarray]:
-    """Flags of :func:`nrad.calibration.top_fraction` (k = ceil(c m) highest, ties by row order), streamed."""
-    k = int(np.ceil(contamination * n_rows))
-
-    def scores() -> Iterator[np.ndarray]:
-        for part in _spill_batches(spill, ["anomaly_score"]):
-            yield part["anomaly_score"].to_numpy()
-
-    if k == 0:
-        return lambda part: np.zeros(len(part), dtype=bool)
-    kth = kth_largest(scores, k)
-    ties_left = [k - sum(int((s > kth).sum()) for s in scores())]
-    first_ties = ties_left[0]
-
-    def flag(part: pd.DataFrame) -> np.ndarray:
-        s = part["anomaly_score"].to_numpy()
-        flags = s > kth
-        tie_rows = np.flatnonzero(s == kth)[: max(ties_left[0], 0)]
-        flags[tie_rows] = True
-        ties_left[0] -= tie_rows.size
-        return flags
-
-    flag.kth, flag.ties = kth, first_ties  # type: ignore[attr-defined]
-    return flag
-
-
-def kth_largest(
-    chunks: Callable[[], Iterator[np.ndarray]], k: int, bins: int = 4096, exact_max: int = 1 << 20
-) -> float:
-    """The k-th largest value (1-based) of a stream that can be replayed, in O(bins + exact_max) memory.
-
-    Each round histograms the values still in the candidate interval into
-    ``bins`` equal bins and keeps the bin holding the k-th largest; once at
-    most ``exact_max`` candidates remain they are gathered and selected
-    exactly.  Two passes per round; a round narrows the interval ``bins``-fold.
-    """
-    lo, hi, hi_closed, need = -np.inf, np.inf, True, k
-
-    def inside(v: np.ndarray) -> np.ndarray:
-        return (v >= lo) & ((v < hi) | (hi_closed & (v == hi)))
-
-    while True:
-        n, vmin, vmax = 0, np.inf, -np.inf
-        for c in chunks():
-            v = c[inside(c)]
-            if v.size:
-                n, vmin, vmax = n + v.size, min(vmin, v.min()), max(vmax, v.max())
-        if n < need:
-            raise ValueError(f"asked for the {k}-th largest of fewer values")
-        if vmin == vmax:
-            return float(vmin)
-        if n <= exact_max:
-            v = np.concatenate([c[inside(c)] for c in chunks()])
-            return float(np.partition(v, v.size - need)[v.size - need])
-        edges = np.linspace(vmin, vmax, bins + 1)
-        hist = np.zeros(bins, dtype=np.int64)
-        for c in chunks():
-            v = c[inside(c)]
-            hist += np.bincount(
-                np.clip(np.searchsorted(edges, v, side="right") - 1, 0, bins - 1), minlength=bins
-            )
-        from_top = np.cumsum(hist[::-1])
-        b = int(np.searchsorted(from_top, need))  # first top-bin count reaching `need`
-        j = bins - 1 - b
-        need -= int(from_top[b - 1]) if b > 0 else 0
-        lo, hi, hi_closed = edges[j], edges[j + 1], j == bins - 1
-
-
 def _write_flagged(
     spill: Path,
     out: Path,
-    flag: Callable[[pd.DataFrame], np.ndarray],
+    rule: FlagRule,
+    cutoff: Cutoff,
     describe: Callable[[pd.DataFrame, np.ndarray, int], tuple[list[str], list[str]]] | None = None,
-) -> int:
-    """Pass 2: copy the spill to OUT (CSV or Parquet by suffix) with ``flagged`` (and, with
-    ``describe``, the explanations of the rows it picks) added; return how many rows are flagged."""
+    watch: set[int] = frozenset(),  # type: ignore[assignment]
+) -> tuple[int, dict[int, bool]]:
+    """Pass 2: copy the spill to OUT (CSV or Parquet by suffix) with ``flagged`` by ``rule`` (and,
+    with ``describe``, the explanations of the rows it picks) added; return how many rows are
+    flagged, and the flags of the rows in ``watch`` (positions)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    n_flagged, start = 0, 0
+    n_flagged, start, watched = 0, 0, {}
     parquet = out.suffix.lower() in (".parquet", ".pq")
     with atomic_path(out) as tmp:
         writer = None
         try:
             for i, part in enumerate(_spill_batches(spill)):
-                flags = flag(part)
+                flags = rule.apply(part[rule.column].to_numpy(), cutoff, i)
                 n_flagged += int(flags.sum())
+                watched.update({r: bool(flags[r - start]) for r in watch if start <= r < start + len(part)})
                 part.insert(part.columns.get_loc("p_value") + 1, "flagged", flags)
                 if describe is not None:
                     part["top_features"], part["reason"] = describe(part, flags, start)
@@ -520,4 +426,4 @@ def _write_flagged(
         finally:
             if writer is not None:
                 writer.close()
-    return n_flagged
+    return n_flagged, watched

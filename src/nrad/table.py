@@ -1,11 +1,11 @@
-"""A detector for real tables: schema, category model, numeric scaler, NRDE and calibration in one object.
+"""A detector for real tables: schema, category model, the numbers, NRDE and calibration in one object.
 
 A row's density score is its negative log-likelihood under a model of the
 whole row (docs/method.md, section "Tables")::
 
     score = - log p(categories)  - log p(numbers | categories)
           = - sum_j log p(c_j | c_parent(j))            (nrad.categories)
-            - log p_NRDE(z) + soft-clip and tail terms  (nrad.scaler, nrad.detector)
+            - log p_NRDE(z) + soft-clip and tail terms  (nrad.numeric, nrad.nrde)
 
 where ``z`` are the numeric features read against their category.  Missing
 numbers take the value that fits the row best among the feature's typical
@@ -39,35 +39,28 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from nrad.calibration import (
-    DENSITY_MAX_SHAPE,
-    DISTANCE_TRIM,
-    SCORE_TRIM,
-    TailModel,
-    benjamini_hochberg,
-    check_level,
-    combine,
-    top_fraction,
-)
 from nrad.categories import CategoryModel
-from nrad.cells import (
-    CATEGORY_SHARE,
-    CELL_MAX_SHAPE,
-    CELL_TRIM,
-    CELL_WEIGHT,
-    DECISIVE,
-    LatticeWalls,
-    NumericCellTests,
-    category_p_values,
+from nrad.cells import LatticeWalls
+from nrad.encoding import (
+    SPIKE,
+    Prepared,
+    as_pandas,
+    drop_columns,
+    indicator_codes,
+    indicator_features,
+    indicator_labels,
 )
-from nrad.detector import NRDE, fit_together
 from nrad.errors import NradError
+from nrad.evidence import ChannelTails, distance_statistic, row_p_values
+from nrad.explain import TOP_FEATURES, column_handling, describe, repair
+from nrad.flags import FlagRule
 from nrad.fusion import Fusion
 from nrad.gaussian import RobustGaussian
-from nrad.preprocess import MISSING, OTHER, TableSchema, encode, fit_schema
-from nrad.scaler import LATTICE_MIN_LEVELS, NumericScaler, dequantize
+from nrad.nrde import NRDE, fit_together
+from nrad.numeric import LATTICE_MIN_LEVELS, NumericModel, dequantize
+from nrad.preprocess import TableSchema, encode, fit_schema
+from nrad.results import EXPLAIN_TOP, beside_input, check_explain, rows_to_explain, strongest_first
 
 #: The flows score with exponential base tails beyond this many latent sd (NRDE's latent_tail).
 LATENT_TAIL = 4.0
@@ -87,17 +80,11 @@ MAX_FLOW_FEATURES = 128
 MAX_CELL_FEATURES = 128
 #: Fewer rows than this: refused.
 MIN_TABLE_ROWS = 10
-#: Columns named in ``top_features``.
-TOP_FEATURES = 3
-#: Besides the flagged rows, the top rows by score are explained (what a summary shows).
-EXPLAIN_TOP = 10
-#: What to explain: the flagged and top rows (default), every row, or none.
-EXPLAIN_MODES = ("flagged", "all", "none")
 #: Flows fitted, each on the rows outside one fold (each scores the rows it did not see): by table
 #: size, (below this many rows, this many folds), else CROSS_FIT_FOLDS.  Halves of a small table are
 #: too small to fit (an 80-row table of 19 numeric columns was refused with 2 folds); small tables
-#: fit quickly, so they get more folds and each flow sees 67% or 80% of the rows (on the benchmark's
-#: 13 other tables under 2,000 rows: the same mean AUROC fitted on themselves, +-0.03 per table).
+#: fit quickly, so they get more folds and each flow sees 67% or 80% of the rows (the benchmark's
+#: other small tables keep their mean AUROC fitted on themselves: docs/method.md).
 FOLD_BANDS = ((1000, 5), (2000, 3))
 CROSS_FIT_FOLDS = 2
 #: The table model's flows keep every source (no noise split): on tables the split rarely finds
@@ -108,35 +95,7 @@ PURE_SOURCES = "all"
 #: What a table model scores with: the density fused with neighbour and isolation scores (see
 #: :mod:`nrad.fusion`; the default), or the density alone (NRDE's flows with the category model).
 DETECTORS = ("fused", "nrde")
-#: Codes of the indicator feature added for each numeric column: a value present, the column's
-#: spike (only for a column with one), and the last code: the cell is missing.
-PRESENT, SPIKE = 0, 1
-
 Progress = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """Rows as the model reads them."""
-
-    #: (n, p) numeric features after the shape transform, NaN where missing.
-    y: np.ndarray
-    #: (n, q) category codes: categorical features, then one missing indicator per numeric column.
-    codes: np.ndarray
-    counts: dict[str, int]
-    #: (n, n_columns) missing cells per kept input column.
-    missing: np.ndarray
-    #: The codes the rows had when they trained the model, if they were changed since (an
-    #: explanation's repair): what in-sample scoring leaves out of the counts.  None: ``codes``.
-    trained_codes: np.ndarray | None = None
-
-    @property
-    def own_codes(self) -> np.ndarray:
-        return self.codes if self.trained_codes is None else self.trained_codes
-
-    def take(self, rows: np.ndarray) -> Prepared:
-        trained = None if self.trained_codes is None else self.trained_codes[rows]
-        return Prepared(self.y[rows], self.codes[rows], self.counts, self.missing[rows], trained)
 
 
 @dataclass
@@ -145,7 +104,7 @@ class TableModel:
 
     schema: TableSchema
     categories: CategoryModel
-    scaler: NumericScaler
+    numeric: NumericModel
     #: NRDE on the numeric features: one, or one per cross-fitting fold (none without numeric features).
     detectors: list[NRDE]
     #: The tails each channel's p-values are read from, for new rows (None: no calibration rows,
@@ -185,18 +144,16 @@ class TableModel:
 
     @property
     def indicator_features(self) -> list[int]:
-        """Numeric features that get a missing indicator (those of numeric columns, not datetime hours)."""
-        return [
-            j for j, c in enumerate(self.schema.numeric_sources) if self.schema.columns[c].kind == "numeric"
-        ]
+        """Numeric features that get an indicator category (see :func:`nrad.encoding.indicator_features`)."""
+        return indicator_features(self.schema)
 
     def prepare(self, df: Any, what: str = "data") -> Prepared:
         """Encode a table (pandas or polars) for the model; id and ignored columns are dropped."""
         df = as_pandas(df)
         present = [c for c in self.ignore if c in df.columns]  # ignored columns may be absent
-        enc = encode(self.schema, _drop(df, self.id_column, present, what), what)
+        enc = encode(self.schema, drop_columns(df, self.id_column, present, what), what)
         codes = np.hstack([enc.codes, indicator_codes(self.schema, enc)])
-        return Prepared(self.scaler.shape(enc.numeric), codes, enc.counts, enc.missing)
+        return Prepared(self.numeric.shape(enc.numeric), codes, enc.counts, enc.missing)
 
     # -- scoring ---------------------------------------------------------------
 
@@ -255,7 +212,7 @@ class TableModel:
 
     def raw_values(self, prep: Prepared) -> np.ndarray:
         """(n, p) the numbers in the table's units, a spike's cells at the spike (NaN where missing)."""
-        raw = np.column_stack([self.scaler.unshape(j, prep.y[:, j]) for j in range(prep.y.shape[1])])
+        raw = np.column_stack([self.numeric.unshape(j, prep.y[:, j]) for j in range(prep.y.shape[1])])
         raw = raw.reshape(prep.y.shape)
         n_cat = len(self.schema.categorical_names)
         for k, j in enumerate(self.indicator_features):
@@ -266,8 +223,8 @@ class TableModel:
 
     def cell_values(self, prep: Prepared, y: np.ndarray | None = None) -> np.ndarray:
         """(n, p) each numeric cell's value given its context, uncompressed (NaN where absent):
-        see :meth:`nrad.scaler.NumericScaler.residuals`."""
-        return self.scaler.residuals(prep.y if y is None else y, prep.codes)
+        see :meth:`nrad.numeric.NumericModel.residuals`."""
+        return self.numeric.residuals(prep.y if y is None else y, prep.codes)
 
     def cell_residuals(
         self, prep: Prepared, z: np.ndarray, folds: np.ndarray | None = None, y: np.ndarray | None = None
@@ -276,93 +233,12 @@ class TableModel:
 
         ``y``: the numbers judged, if not ``prep.y`` (the training rows' dequantized values).
         """
-        raw = self.scaler.standardize(prep.y if y is None else y, prep.codes)
+        raw = self.numeric.standardize(prep.y if y is None else y, prep.codes)
         if not self.gaussians or z.shape[1] == 0 or z.shape[1] > MAX_CELL_FEATURES:
             return np.full(raw.shape, np.nan)
         both = np.concatenate([z, raw], axis=1)
         p = z.shape[1]
         return self.per_fold(self.gaussians, lambda g, r: g.cell_residuals(r[:, :p], r[:, p:]), both, folds)
-
-    def row_evidence(
-        self,
-        prep: Prepared,
-        scores: np.ndarray,
-        z: np.ndarray,
-        folds: np.ndarray | None = None,
-        density: np.ndarray | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """(p-value of each row, and what decided it: -1 the row as a whole, else the kept input column).
-
-        The row is tested as a whole (its anomaly score; its density score, in
-        nats, for a fused model; its robust distance) and cell by cell
-        (:mod:`nrad.cells`); the row's p-value is their weighted Bonferroni
-        combination (:func:`nrad.calibration.combine`): half the weight to the
-        row-level tests, half shared by its cells.  ``density``: the rows'
-        density scores (computed here when a fused model needs them).
-        """
-        if self.tails is None:
-            return np.full(len(scores), np.nan), np.full(len(scores), -1)
-        tails = self.own_tails if folds is not None and self.own_tails is not None else self.tails
-        own = prep.own_codes if folds is not None else None
-        if tails.density is not None and density is None:
-            density = self.density_prepared(prep, folds)[0]
-        distance = (
-            distance_statistic(self.gaussian_distance(z, folds), z.shape[1]) if tails.distance is not None else None
-        )
-        cells = (self.cell_residuals(prep, z, folds), self.cell_values(prep)) if tails.cells is not None else None
-        log_p = tails.row_log_p_values(scores, density, distance)
-        n_rows = log_p.shape[1]
-        beyond = None
-        if cells is not None:
-            assert tails.cells is not None
-            cell_log_p = tails.cells.log_p_values(*cells)
-            beyond = self.walls.beyond(self.raw_values(prep)) if self.walls is not None else None
-            if beyond is not None:
-                cell_log_p[beyond] = -np.inf
-            log_p = np.hstack([log_p, cell_log_p])
-        numeric = log_p.shape[1] - n_rows
-        tested = self.tested_codes()
-        categorical = int(tested.sum())
-        if categorical:
-            categories = category_p_values(self.categories, prep.codes, own)[:, tested]
-            log_p = np.hstack([log_p, np.log(categories)])
-        weights = test_weights(n_rows, numeric, categorical)
-        combined, which = combine(log_p, weights)
-        columns = np.r_[np.full(n_rows, -1), self.cell_columns()]
-        cause = columns[which]
-        if cells is not None and numeric:
-            assert tails.cells is not None
-            cause = self._name_among_decisive(tails.cells, cells, beyond, log_p, weights, n_rows, which, cause)
-        return combined, cause
-
-    def _name_among_decisive(
-        self,
-        cell_tests: NumericCellTests,
-        cells: tuple[np.ndarray, np.ndarray],
-        beyond: np.ndarray | None,
-        log_p: np.ndarray,
-        weights: np.ndarray,
-        n_rows: int,
-        which: np.ndarray,
-        cause: np.ndarray,
-    ) -> np.ndarray:
-        """Where several numeric cells each decide their row alone (``DECISIVE``), the one whose two
-        tests together give the most evidence is named: a broken relation's two cells are both far
-        from what the other predicts, but only the wrong one is also unusual in its context."""
-        p = cell_tests.n_features
-        weighted = log_p[:, n_rows : n_rows + p] - np.log(weights[n_rows : n_rows + p])
-        decisive = weighted <= np.log(DECISIVE)
-        rows = np.flatnonzero((decisive.sum(axis=1) >= 2) & (which >= n_rows) & (which < n_rows + p))
-        if not len(rows):
-            return cause
-        given_row, in_context = cell_tests.log_p_parts(cells[0][rows], cells[1][rows])
-        evidence = np.nan_to_num(given_row + in_context, nan=np.inf, posinf=np.inf)
-        if beyond is not None:
-            evidence[beyond[rows]] = -np.inf
-        evidence = np.where(decisive[rows], evidence, np.inf)
-        cause = cause.copy()
-        cause[rows] = np.asarray(self.schema.numeric_sources)[np.argmin(evidence, axis=1)]
-        return cause
 
     def tested_codes(self) -> np.ndarray:
         """Which code features get a cell test: those that took more than one code in training (a
@@ -397,7 +273,7 @@ class TableModel:
 
     def filled_terms(self, z: np.ndarray, missing: np.ndarray) -> np.ndarray:
         """The tail terms of the values that filled the ``missing`` cells of ``z`` (0 elsewhere)."""
-        return np.where(missing, self.scaler.tail_terms(z), 0.0) if missing.any() else np.zeros(z.shape)
+        return np.where(missing, self.numeric.tail_terms(z), 0.0) if missing.any() else np.zeros(z.shape)
 
     def training_folds(self, n_rows: int) -> np.ndarray:
         """The cross-fitting folds of the table this model was just fitted on (for in-sample scoring)."""
@@ -411,9 +287,9 @@ class TableModel:
     def numeric_z(self, y: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Compressed z (NaN where missing) and each cell's added score (0 where missing): the soft
         clip's and the tail weight's log-Jacobians, so that the score is a density of the residuals."""
-        raw = self.scaler.standardize(y, codes)
-        z, terms = self.scaler.soft_clip(raw)
-        return z, np.nan_to_num(terms) + self.scaler.tail_terms(raw)
+        raw = self.numeric.standardize(y, codes)
+        z, terms = self.numeric.soft_clip(raw)
+        return z, np.nan_to_num(terms) + self.numeric.tail_terms(raw)
 
     def flow_score(self, z: np.ndarray, folds: np.ndarray | None = None) -> np.ndarray:
         """The numbers' negative log-density (0 without numeric features): NRDE's flows (each row's
@@ -482,9 +358,9 @@ class TableModel:
         if self.id_column is not None:
             out[self.id_column] = df[self.id_column]  # same index: keeps the column's dtype
         out["anomaly_score"] = scores
-        out["p_value"] = self.row_evidence(prep, scores, z, folds, density)[0]
+        out["p_value"] = row_p_values(self, prep, scores, z, folds, density)[0]
         if explain:
-            out["top_features"], out["reason"] = self.describe(df, prep=prep, in_sample=in_sample)
+            out["top_features"], out["reason"] = describe(self, df, prep=prep, in_sample=in_sample)
         if with_input:
             out = beside_input(df, out, self.id_column)
         counts = dict(prep.counts)
@@ -502,44 +378,40 @@ class TableModel:
         what: str = "data",
         in_sample: bool = False,
         with_input: bool = False,
+        rule: FlagRule | None = None,
     ) -> tuple[pd.DataFrame, dict[str, int]]:
-        """Score every row and flag (BH at ``fdr``, default 0.05, or the top ``contamination`` share).
+        """Score every row and flag (BH at ``fdr``, default 0.05, or the top ``contamination`` share;
+        or by a ``rule`` already made, :class:`nrad.flags.FlagRule`).
 
         The result has ``df``'s index (``df.join(scored)`` puts them side by side).
 
         ``explain``: ``"flagged"`` (default) explains the flagged rows and the
-        ``EXPLAIN_TOP`` highest scores (others get empty strings), ``"all"``
-        every row, ``"none"`` leaves the explanation columns out.
-        ``in_sample``: ``df`` is the table the model was fitted on.
+        ``EXPLAIN_TOP`` rows with the strongest evidence (others get empty
+        strings), ``"all"`` every row, ``"none"`` leaves the explanation
+        columns out.  ``in_sample``: ``df`` is the table the model was fitted on.
         """
+        rule = FlagRule.of(fdr, contamination) if rule is None else rule
         check_explain(explain)
+        self.require_p_values(rule)
         df = as_pandas(df)
         out, counts = self.score_rows(
             df, explain=explain == "all", what=what, in_sample=in_sample, with_input=with_input
         )
-        flagged = self.flags(out, fdr, contamination)
-        out.insert(out.columns.get_loc("p_value") + 1, "flagged", flagged)
+        out.insert(out.columns.get_loc("p_value") + 1, "flagged", rule.flags(out[rule.column].to_numpy()))
         if explain == "flagged":
-            rows = rows_to_explain(out)
-            top, reason = self.describe(df, what=what, in_sample=in_sample, rows=rows)
+            rows = rows_to_explain(out["flagged"].to_numpy(), strongest_first(out)[:EXPLAIN_TOP])
+            top, reason = describe(self, df, what=what, in_sample=in_sample, rows=rows)
             out["top_features"], out["reason"] = "", ""
             out.loc[rows, "top_features"], out.loc[rows, "reason"] = top, reason
         # The input's own index, so that df.join(scored) lines the rows up.
         return out.set_axis(df.index), counts
 
-    def flags(self, scored: pd.DataFrame, fdr: float | None, contamination: float | None) -> np.ndarray:
-        """The flag rule, once for every way of scoring: see :func:`flag_rule`."""
-        rule = flag_rule(fdr, contamination)
-        if rule.kind == "top":
-            return top_fraction(scored["anomaly_score"].to_numpy(), rule.level)
-        self.require_p_values()
-        return benjamini_hochberg(scored["p_value"].to_numpy(), rule.level)
-
-    def require_p_values(self) -> None:
-        if self.tails is None:
+    def require_p_values(self, rule: FlagRule) -> None:
+        """Refuse a rule that needs p-values when the model has none (it had no calibration rows)."""
+        if rule.kind == "fdr" and self.tails is None:
             raise NradError(
-                "this model has no calibration rows, so it cannot give p-values for --fdr; "
-                "use --contamination, or refit on at least 60 rows"
+                "this model has no calibration rows, so it gives no p-values to flag by a false "
+                "discovery rate; flag the top share of scores (a contamination) instead, or fit it again"
             )
 
     # -- explanations ------------------------------------------------------------
@@ -551,8 +423,6 @@ class TableModel:
         that column alone took the value that fits the row best (see
         :mod:`nrad.explain`); 0 for a column that is already typical.
         """
-        from nrad.explain import repair
-
         df = as_pandas(df)
         folds = self.training_folds(len(df)) if in_sample else None
         result = repair(self, self.prepare(df, what), folds)
@@ -570,255 +440,14 @@ class TableModel:
         rows: np.ndarray | None = None,
         k: int = TOP_FEATURES,
     ) -> tuple[list[str], list[str]]:
-        """``top_features`` (``"amount (81%); merchant (19%)"``) and ``reason`` (the first column in words).
-
-        ``rows``: only these positions of ``df`` (default all); ``in_sample``:
-        ``df`` is the table the model was just fitted on.
-        """
-        from nrad.explain import ranked, reasons, repair
-
-        df = as_pandas(df)
-        folds = self.training_folds(len(df)) if in_sample else None
-        prep = self.prepare(df, what) if prep is None else prep
-        if rows is not None:
-            df, prep = df.iloc[rows], prep.take(rows)
-            folds = None if folds is None else folds[rows]
-        if len(df) == 0:
-            return [], []
-        result = repair(self, prep, folds)
-        names = np.asarray(self.schema.names)
-        order, gains = ranked(self, prep, result, folds, k)
-        order, gains = self._cause_first(prep, folds, result, order, gains)
-        top = [feature_shares(names[row], row_gains) for row, row_gains in zip(order, gains, strict=True)]
-        return top, reasons(self, df, prep, result, order[:, 0])
-
-    def _cause_first(
-        self, prep: Prepared, folds: np.ndarray | None, result: Any, order: np.ndarray, gains: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Rows whose p-value came from one cell name that cell first (the others follow in order)."""
-        scores, density, z, _ = self.scores_prepared(prep, folds)
-        cause = self.row_evidence(prep, scores, z, folds, density)[1]
-        order, gains = order.copy(), gains.copy()
-        for i in np.flatnonzero(cause >= 0):
-            c = int(cause[i])
-            if order[i, 0] == c:
-                continue
-            rest = [j for j in order[i] if j != c][: order.shape[1] - 1]
-            rest_gains = [g for j, g in zip(order[i], gains[i], strict=True) if j != c][: order.shape[1] - 1]
-            order[i] = [c, *rest]
-            # The cell's own repair gain (what repairing it alone gives back), at least a trace so
-            # that it is listed.
-            gains[i] = [max(float(result.gains[i, c]), 0.01), *rest_gains]
-        return order, gains
-
-    # -- the columns a user sees --------------------------------------------------
+        """``top_features`` and ``reason`` of the rows (see :func:`nrad.explain.describe`)."""
+        return describe(self, df, prep, what, in_sample, rows, k)
 
     def columns_summary(self) -> list[dict[str, str]]:
         """How each kept column is read (for the report and ``nrad fit``)."""
-        from nrad.explain import column_handling
-
         return [
             {"name": c.name, "handling": column_handling(self, i)} for i, c in enumerate(self.schema.columns)
         ]
-
-
-@dataclass(frozen=True)
-class ChannelTails:
-    """The tails each channel's p-values are read from: the anomaly score, the density score (in
-    nats; a fused model only), the robust distance, the numeric cells.
-
-    Fitted twice: on the training rows' out-of-fold statistics for new rows,
-    and for the training rows themselves (``nrad detect``, ``in_sample``).
-    Those rows hold the anomalies being looked for, and a tail fitted on
-    them would be made heavy by them: each in-sample tail is fitted
-    without its top scores, by a likelihood truncated where they begin, and
-    puts back those that are no outliers to the rest
-    (:meth:`nrad.calibration.TailModel.fit`).  The anomaly score and the
-    density leave out their top 2% at first (``SCORE_TRIM``); the robust
-    distance also a cluster above a gap (``DISTANCE_TRIM``: a broken batch
-    that the density learns as normal stands apart there); each cell its
-    top 1% (``CELL_TRIM``).  The density's tail in nats is near-exponential
-    (``DENSITY_MAX_SHAPE``), the fused score's is heavier (the neighbour
-    member's long tail): a row far out in density reaches a small p-value
-    that the fused score's tail would not give it.
-    """
-
-    row: TailModel
-    density: TailModel | None
-    distance: TailModel | None
-    cells: NumericCellTests | None
-
-    @classmethod
-    def fit(
-        cls,
-        scores: np.ndarray,
-        density: np.ndarray | None,
-        distances: np.ndarray | None,
-        residuals: np.ndarray | None,
-        values: np.ndarray | None,
-        in_sample: bool = False,
-    ) -> ChannelTails:
-        """From the training rows' out-of-fold statistics (None: no such channel)."""
-        trim = (lambda share: share) if in_sample else (lambda share: None)  # noqa: E731
-        return cls(
-            TailModel.fit(scores, trim(SCORE_TRIM)),
-            None if density is None else TailModel.fit(density, trim(SCORE_TRIM), DENSITY_MAX_SHAPE),
-            None if distances is None else TailModel.fit(distances, trim(DISTANCE_TRIM), CELL_MAX_SHAPE),
-            None
-            if residuals is None or values is None
-            else NumericCellTests.fit(residuals, values, trim(CELL_TRIM)),
-        )
-
-    def row_log_p_values(
-        self, scores: np.ndarray, density: np.ndarray | None, distance: np.ndarray | None
-    ) -> np.ndarray:
-        """(n, row-level channels) log p-values: the anomaly score, the density, the distance."""
-        out = [self.row.log_p_values(scores)]
-        if self.density is not None and density is not None:
-            out.append(self.density.log_p_values(density))
-        if self.distance is not None and distance is not None:
-            # The robust distance on its own too: a cluster of bad rows that the other members
-            # learn as normal stands apart here, and its gap survives (nrad.calibration.gap_trim).
-            out.append(self.distance.log_p_values(distance))
-        return np.column_stack(out)
-
-    def to_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        meta: dict[str, Any] = {}
-        arrays: dict[str, np.ndarray] = {}
-        for name in ("row", "density", "distance", "cells"):
-            part = getattr(self, name)
-            if part is not None:
-                meta[name], tensors = part.to_state(f"tails.{name}.")
-                arrays.update(tensors)
-        return meta, arrays
-
-    @classmethod
-    def from_state(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> ChannelTails:
-        def tail(name: str) -> TailModel | None:
-            return TailModel.from_state(meta[name], arrays, f"tails.{name}.") if name in meta else None
-
-        row = tail("row")
-        if row is None:
-            raise ValueError("the channel tails have no tail of the anomaly score")
-        cells = NumericCellTests.from_state(meta["cells"], arrays, "tails.cells.") if "cells" in meta else None
-        return cls(row, tail("density"), tail("distance"), cells)
-
-
-@dataclass(frozen=True)
-class FlagRule:
-    """How rows are flagged: Benjamini-Hochberg at an FDR, or the top share of scores."""
-
-    kind: str  # "fdr" | "top"
-    level: float
-
-    def describe(self) -> str:
-        if self.kind == "top":
-            return f"top {self.level:.2%} of scores"
-        return f"Benjamini-Hochberg on p-values, FDR {self.level:g}"
-
-
-#: The FDR used when neither --fdr nor --contamination is given.
-DEFAULT_FDR = 0.05
-
-
-def flag_rule(fdr: float | None, contamination: float | None) -> FlagRule:
-    """``fdr`` or ``contamination``, not both; neither: BH at ``DEFAULT_FDR``. Levels lie in (0, 1)."""
-    if fdr is not None and contamination is not None:
-        raise NradError("give either --fdr or --contamination, not both")
-    if contamination is not None:
-        return FlagRule("top", check_level(contamination, "contamination"))
-    return FlagRule("fdr", check_level(DEFAULT_FDR if fdr is None else fdr, "fdr"))
-
-
-def check_explain(explain: str) -> str:
-    if explain not in EXPLAIN_MODES:
-        raise NradError(f"explain must be one of {', '.join(EXPLAIN_MODES)}, got {explain!r}")
-    return explain
-
-
-def rows_to_explain(scored: pd.DataFrame, top: int = EXPLAIN_TOP) -> np.ndarray:
-    """Positions of the flagged rows and of the ``top`` first rows by :func:`strongest_first`, in order."""
-    chosen = scored["flagged"].to_numpy(dtype=bool).copy()
-    chosen[strongest_first(scored)[:top]] = True
-    return np.flatnonzero(chosen)
-
-
-def strongest_first(scored: pd.DataFrame) -> np.ndarray:
-    """Row positions by evidence: smallest p-value first (what the flags follow), then highest score.
-
-    A row with one impossible cell can have a typical score and a tiny p-value: it comes first.
-    """
-    score = scored["anomaly_score"].to_numpy(dtype=np.float64)
-    p = scored["p_value"].to_numpy(dtype=np.float64) if "p_value" in scored else np.zeros(len(score))
-    return np.lexsort((-score, np.nan_to_num(p, nan=1.0)))
-
-
-#: A column is listed in ``top_features`` only with at least this share of what the listed ones
-#: give back (the first column always is).
-MIN_SHARE = 0.05
-
-
-def feature_shares(names: Any, gains: np.ndarray) -> str:
-    """``"weight (70%); height (21%); repwt (9%)"``: each named column's share of what repairing the
-    named columns gives back (the first always named; others from ``MIN_SHARE``)."""
-    gains = np.maximum(np.asarray(gains, dtype=np.float64), 0.0)
-    total = gains.sum()
-    if not total > 0:
-        return ""
-    parts = []
-    for k, (name, gain) in enumerate(zip(names, gains, strict=True)):
-        share = gain / total
-        if k == 0 or share >= MIN_SHARE:
-            parts.append(f"{name} ({share:.0%})")
-    return "; ".join(parts)
-
-
-def first_feature(top_features: str) -> str:
-    """The column ``top_features`` names first ("" for none)."""
-    first = str(top_features).split("; ")[0]
-    return first.rsplit(" (", 1)[0] if first else ""
-
-
-#: The columns a scored table gets (after the id column), in order.
-RESULT_COLUMNS = ("anomaly_score", "p_value", "flagged", "top_features", "reason")
-
-
-def beside_input(df: pd.DataFrame, results: pd.DataFrame, id_column: str | None) -> pd.DataFrame:
-    """The input's columns, then the result columns (the id column once, as the input has it).
-
-    An input column already named like a result column is renamed ``<name> (input)``, so that
-    the results' names always mean the results.
-    """
-    results = results.drop(columns=[id_column] if id_column in results.columns else [])
-    clash = {c: f"{c} (input)" for c in results.columns if c in df.columns}
-    return pd.concat([df.rename(columns=clash), results.set_axis(df.index)], axis=1)
-
-
-def with_row_numbers(rows: pd.DataFrame) -> pd.DataFrame:
-    """A ``row`` column first: input positions counted from 1, like the data lines of the file."""
-    return rows.set_axis(rows.index + 1).reset_index(names="row")
-
-
-def as_pandas(df: Any) -> pd.DataFrame:
-    """Accept pandas or polars (anything with ``to_pandas``) DataFrames."""
-    if isinstance(df, pd.DataFrame):
-        return df
-    if hasattr(df, "to_pandas"):
-        return df.to_pandas()
-    raise NradError(f"expected a pandas or polars DataFrame, got {type(df).__name__}")
-
-
-def _drop(df: pd.DataFrame, id_column: str | None, ignore: Sequence[str], what: str) -> pd.DataFrame:
-    wanted = ([id_column] if id_column else []) + list(ignore)
-    missing = [c for c in wanted if c not in df.columns]
-    if missing:
-        raise NradError(
-            f"{what} has no column named {', '.join(map(repr, missing))} (given as id or ignored column)"
-        )
-    return df.drop(columns=wanted)
-
-
-# -- fitting ---------------------------------------------------------------------
 
 
 def fit_table(
@@ -834,7 +463,7 @@ def fit_table(
     source_split: bool = False,
     **nrde_params: Any,
 ) -> TableModel:
-    """Learn the schema, the category model, the scaler, the flows and the calibration from ``df``.
+    """Learn the schema, the category model, the numeric model, the flows and the calibration from ``df``.
 
     ``df`` may be pandas or polars.  The rows are split into
     :func:`cross_fit_folds` folds; one NRDE flow is fitted on the rows outside
@@ -854,7 +483,7 @@ def fit_table(
         raise NradError(f"detector must be one of {', '.join(DETECTORS)}, got {detector!r}")
     say = progress or (lambda _: None)
     df = as_pandas(df)
-    features = _drop(df, id_column, ignore, what)
+    features = drop_columns(df, id_column, ignore, what)
     check_width(len(features), what, features.shape[1])  # say so before reading columns
     schema = fit_schema(features, features=keep)
     info: dict[str, Any] = {"identifiers": schema.identifiers}
@@ -863,25 +492,25 @@ def fit_table(
     enc = encode(schema, features, what)
     rng = np.random.default_rng(random_state)
     n_codes = [len(labels) for labels in schema.categorical_labels]
-    scaler = NumericScaler.fit(enc.numeric, enc.codes, n_codes, rng)
+    numeric = NumericModel.fit(enc.numeric, enc.codes, n_codes, rng)
     codes = np.hstack([enc.codes, indicator_codes(schema, enc)])
     categories = CategoryModel.fit(codes, n_codes + [len(labels) for labels in indicator_labels(schema)])
     info["detector"] = detector
     info["source_split"] = bool(source_split)
-    model = TableModel(schema, categories, scaler, [], None, id_column, list(ignore), info)
+    model = TableModel(schema, categories, numeric, [], None, id_column, list(ignore), info)
     n_folds = cross_fit_folds(len(features))
     model.folds = rng.permutation(len(features)) % n_folds
     if enc.numeric.shape[1]:
         # Dequantized values (integers spread over their unit cell) and
         # missing cells filled with random observed values train the flows;
         # scoring reads the values as they are.
-        y = scaler.shape(dequantize(enc.numeric, scaler.discrete, rng))
+        y = numeric.shape(dequantize(enc.numeric, numeric.discrete, rng))
         z = _hot_deck(model.numeric_z(y, codes)[0], rng)
         # Rows with a value far from its context's typical ones (a 30x amount,
         # an age of 999) do not train the flows: a flow fitted on a few of
         # them learns density where they cluster, and then scores the next
         # one as normal.  Clean rows almost never go that far.
-        raw = scaler.standardize(y, codes)
+        raw = numeric.standardize(y, codes)
         inside = np.all(np.isnan(raw) | (np.abs(raw) <= TRAIN_BOUND), axis=1)
         per_flow = min(int(((model.folds != k) & inside).sum()) for k in range(n_folds))
         width = flow_width(z.shape[1], per_flow)
@@ -903,7 +532,7 @@ def fit_table(
             train = [u[(model.folds != k) & inside] for k in range(n_folds)]
             held = [u[(model.folds == k) & inside] for k in range(n_folds)]
             model.detectors = fit_together(flows, train, validation=held)
-    prep = Prepared(scaler.shape(enc.numeric), codes, enc.counts, enc.missing)
+    prep = Prepared(numeric.shape(enc.numeric), codes, enc.counts, enc.missing)
     density, z, _ = model.density_prepared(prep, model.folds)
     scores, distances, residuals, values = density, None, None, None
     if enc.numeric.shape[1]:
@@ -915,7 +544,7 @@ def fit_table(
         residuals = model.cell_residuals(prep, z, model.folds, y=spread)
         values = model.cell_values(prep, y=spread)
         distances = distance_statistic(model.gaussian_distance(z, model.folds), z.shape[1])
-        model.walls = LatticeWalls.fit(model.raw_values(prep), scaler.discrete)
+        model.walls = LatticeWalls.fit(model.raw_values(prep), numeric.discrete)
     if detector == "fused" and enc.numeric.shape[1]:
         say(f"fitting neighbour and isolation scores ({n_folds} folds)")
         model.fusion = Fusion.fit(z, model.folds, inside, random_state)
@@ -1012,28 +641,6 @@ def _fit_gaussians(
     ]
 
 
-def test_weights(n_rows: int, numeric: int, categorical: int) -> np.ndarray:
-    """Weights of a row's tests (they sum to 1): its row-level tests, then numeric, then categorical
-    cells (see ``CELL_WEIGHT`` and ``CATEGORY_SHARE``)."""
-    cells = numeric + categorical
-    row = 1.0 - CELL_WEIGHT if cells else 1.0
-    to_categories = CELL_WEIGHT * (CATEGORY_SHARE if numeric else 1.0) if categorical else 0.0
-    to_numbers = CELL_WEIGHT - to_categories if numeric else 0.0
-    return np.r_[
-        np.full(n_rows, row / n_rows),
-        np.full(numeric, to_numbers / max(numeric, 1)),
-        np.full(categorical, to_categories / max(categorical, 1)),
-    ]
-
-
-def distance_statistic(distance: np.ndarray, p: int) -> np.ndarray:
-    """What the robust distance's own p-value is read from: ``-log P(chi2_p > d^2)``, the Gaussian
-    model's own surprise at the row (exponential with mean 1 if the numbers are Gaussian, so the
-    fitted tail only corrects the model where they are not: heavier tails get a shape up to
-    ``CELL_MAX_SHAPE``, as a cell's do)."""
-    return -stats.chi2.logsf(2.0 * np.asarray(distance, dtype=np.float64), max(p, 1))
-
-
 def _spread_levels(z: np.ndarray, seen: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Columns that take a few values (a 0/1 flag, 1 or 2 kitchens) spread uniformly over the gap
     between their values, for the robust Gaussian's fit only.
@@ -1051,32 +658,6 @@ def _spread_levels(z: np.ndarray, seen: np.ndarray, rng: np.random.Generator) ->
             gap = float(np.min(np.diff(values)))
             z[:, j] += rng.uniform(-gap / 2.0, gap / 2.0, len(z)) * ~np.isnan(z[:, j])
     return z
-
-
-def indicator_labels(schema: TableSchema) -> list[list[str]]:
-    """Labels of each numeric column's indicator codes: present, its spike (if it has one), missing."""
-    out = []
-    for j in _indicator_sources(schema):
-        spike = schema.columns[j].spike
-        out.append(["present", *([] if spike is None else [f"{spike:g}"]), OTHER, MISSING])
-    return out
-
-
-def indicator_codes(schema: TableSchema, enc: Any) -> np.ndarray:
-    """(n, numeric columns) indicator codes of encoded rows (see ``PRESENT``, ``SPIKE``)."""
-    features = [j for j, c in enumerate(schema.numeric_sources) if schema.columns[c].kind == "numeric"]
-    labels = indicator_labels(schema)
-    spike = enc.at_spike if enc.at_spike is not None else np.zeros(enc.numeric.shape, dtype=bool)
-    out = np.empty((len(enc.numeric), len(features)), dtype=np.int64)
-    for k, j in enumerate(features):
-        absent = len(labels[k]) - 1
-        at = spike[:, j]
-        out[:, k] = np.where(at, SPIKE, np.where(np.isnan(enc.numeric[:, j]), absent, PRESENT))
-    return out
-
-
-def _indicator_sources(schema: TableSchema) -> list[int]:
-    return [c for c in schema.numeric_sources if schema.columns[c].kind == "numeric"]
 
 
 def _hot_deck(z: np.ndarray, rng: np.random.Generator) -> np.ndarray:

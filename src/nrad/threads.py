@@ -14,10 +14,17 @@ restored around the pool.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import torch
+
+from nrad.kernel import ROW_MULTIPLE
+
+#: Rows per chunk when scoring (chunks run in parallel, one per torch thread): four of the
+#: scoring kernel's blocks.  A row's score does not depend on it.
+SCORE_CHUNK = 8064
 
 
 @contextlib.contextmanager
@@ -44,3 +51,54 @@ def torch_thread_pool(name: str, tasks: int | None = None) -> Iterator[ThreadPoo
         return
     with one_torch_thread(), ThreadPoolExecutor(n, thread_name_prefix=name) as pool:
         yield pool
+
+
+def map_chunks(
+    Z: torch.Tensor,
+    fn: Callable[[torch.Tensor], torch.Tensor],
+    chunk: int = SCORE_CHUNK,
+    parallel: bool = True,
+) -> np.ndarray:
+    """Apply ``fn`` to row chunks without autograd, one chunk per torch thread at a time; float64 out.
+
+    Chunks hold ``chunk`` rows, fewer when that leaves a thread idle
+    (explanations score a few thousand trial rows per call).  ``fn`` must
+    score each row on its own (``ScoringKernel`` does, to the bit), so the
+    result depends neither on the chunks nor on how the caller batched its
+    rows (streamed, Dask, in memory).
+    """
+    n = Z.shape[0]
+    if n == 0:
+        return np.zeros(0)
+    per_thread = -(-n // torch.get_num_threads())
+    size = min(chunk, -(-per_thread // ROW_MULTIPLE) * ROW_MULTIPLE)  # no padding but the last
+    parts = run_chunks([Z[i : i + size] for i in range(0, n, size)], fn, parallel=parallel)
+    return torch.cat(parts).numpy().astype(np.float64, copy=False)
+
+
+def run_chunks(
+    chunks: list[torch.Tensor],
+    fn: Callable[[torch.Tensor], torch.Tensor],
+    grad: bool = False,
+    parallel: bool = True,
+) -> list[torch.Tensor]:
+    """``[fn(c) for c in chunks]``, in inference mode unless ``grad``, chunks in parallel.
+
+    With torch set to n > 1 threads, n chunks run at once on n Python
+    threads with one torch thread each (torch releases the GIL inside its
+    ops), instead of one chunk at a time with every op split n ways: the
+    flow's layers are narrow (64 units), so splitting each small op costs
+    more in synchronization than it gains (benchmarks/scale.py
+    compares the two).  Every chunk is computed the same way either way: a
+    row's score does not depend on the thread count.
+    """
+
+    def run(chunk: torch.Tensor) -> torch.Tensor:
+        # Grad and inference modes are per thread: set them in the worker.
+        with contextlib.nullcontext() if grad else torch.inference_mode():
+            return fn(chunk)
+
+    if not parallel:  # one chunk at a time, each op split over torch's threads
+        return [run(c) for c in chunks]
+    with torch_thread_pool("nrad-chunks", len(chunks)) as pool:
+        return [run(c) for c in chunks] if pool is None else list(pool.map(run, chunks))

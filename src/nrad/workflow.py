@@ -10,40 +10,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
 from nrad.errors import NradError
+from nrad.flags import FlagRule
 from nrad.io import read_table, write_table
+from nrad.results import Outcome, beside_input, check_explain, notes_for
 from nrad.stream import BATCH_ROWS, SAMPLE_ROWS, sample_table, score_file
-from nrad.table import TableModel, check_explain, fit_table, flag_rule
+from nrad.table import TableModel, fit_table
 
 Progress = Callable[[str], None]
 
 
 def _quiet(_: str) -> None:
     pass
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What a run produced."""
-
-    scored: pd.DataFrame
-    counts: dict[str, int]
-    rule: str
-    written: list[Path] = field(default_factory=list)
-    auroc: float | None = None
-    notes: list[str] = field(default_factory=list)
-    #: Rows scored and flagged; ``scored`` then holds only the top rows (streamed runs).
-    n_rows: int | None = None
-    n_flagged: int | None = None
-    #: Whether ``scored``'s index is the input row position (not so for Dask partitions).
-    row_numbers: bool = True
-    #: What one unit of anomaly_score is (``TableModel.score_units``).
-    units: str = ""
 
 
 def check_paths(inputs: dict[str, str | Path | None], outputs: dict[str, str | Path | None]) -> None:
@@ -113,28 +95,13 @@ def fit_model(
     return model
 
 
-def notes_for(model: TableModel) -> list[str]:
-    """What the user should know about how the model read the table."""
-    notes = []
-    if model.info.get("id_detected"):
-        notes.append(f"{model.id_column} has a different value in every row: read as the row id, not a "
-                     "feature (give --id-column to choose another)")  # fmt: skip
-    others = [c for c in model.info.get("identifiers", []) if c != model.id_column]
-    if others:
-        notes.append(f"left out as identifiers (a different value in every row): {', '.join(others)}; "
-                     "give --feature NAME to keep one as a feature")  # fmt: skip
-    notes += [c.note for c in model.schema.columns if c.note]
-    return notes
-
-
 def score_data(
     model: TableModel,
     data: str | Path | pd.DataFrame,
     *,
     out: str | Path | None = None,
     report: str | Path | None = None,
-    fdr: float | None = None,
-    contamination: float | None = None,
+    rule: FlagRule | None = None,
     label_column: str | None = None,
     explain: str = "flagged",
     in_sample: bool = False,
@@ -149,9 +116,10 @@ def score_data(
 
     A file written only to ``out`` (no report, no labels) is streamed in
     batches of ``batch_rows``: any size in constant memory, the same rows
-    as scoring in memory.  Otherwise DATA is read whole.
+    as scoring in memory.  Otherwise DATA is read whole.  ``rule``: how rows are
+    flagged (default: Benjamini-Hochberg at the default FDR).
     """
-    rule = flag_rule(fdr, contamination)
+    rule = FlagRule.of() if rule is None else rule
     check_explain(explain)
     if (
         not in_sample
@@ -161,7 +129,7 @@ def score_data(
         and not isinstance(data, pd.DataFrame)
     ):
         progress(f"scoring {data} in batches of at most {batch_rows:,} rows")
-        result = score_file(model, data, out, fdr, contamination, explain, batch_rows, with_input)
+        result = score_file(model, data, out, rule, explain, batch_rows, with_input)
         return Outcome(result.top, result.counts, rule.describe(), [Path(out)], None,
                        [*notes, *notes_for(model)], result.n_rows, result.n_flagged,
                        units=model.score_units)  # fmt: skip
@@ -178,13 +146,10 @@ def score_data(
     if unread:
         notes = [*notes, f"columns the model was not trained on, left out: {', '.join(unread)}"]
     progress(f"scoring {len(df)} rows")
-    scored, counts = model.score(df, fdr=fdr, contamination=contamination, explain=explain, what=str(data),
-                                 in_sample=in_sample)  # fmt: skip
+    scored, counts = model.score(df, rule=rule, explain=explain, what=str(data), in_sample=in_sample)
     notes = [*notes, *notes_for(model)]
     written = []
     if out is not None:
-        from nrad.table import beside_input
-
         written.append(write_table(beside_input(df, scored, model.id_column) if with_input else scored, out))
     if report is not None:
         from nrad.report import build_report_data, write_report
@@ -220,7 +185,7 @@ def score_model_file(
 ) -> Outcome:
     """``nrad score``: load the model, then score in memory, streamed, or on Dask (``engine="dask"``)."""
     check_paths({"data": data, "--model": model_path}, {"--out": out, "--report": report})
-    flag_rule(fdr, contamination)  # bad levels fail before anything is read
+    rule = FlagRule.of(fdr, contamination)  # bad levels fail before anything is read
     if engine not in ("local", "dask"):
         raise NradError(f"engine must be 'local' or 'dask', got {engine!r}")
     model = load(model_path)
@@ -229,8 +194,8 @@ def score_model_file(
             raise NradError("--engine dask needs --out and takes no --report or --label-column")
         from nrad.distributed import score_to_parquet
 
-        return score_to_parquet(model, data, out, fdr, contamination, explain, scheduler, workers, processes)
-    return score_data(model, data, out=out, report=report, fdr=fdr, contamination=contamination,
+        return score_to_parquet(model, data, out, rule, explain, scheduler, workers, processes)
+    return score_data(model, data, out=out, report=report, rule=rule,
                       label_column=label_column, explain=explain,
                       batch_rows=batch_rows, progress=progress, with_input=with_input)  # fmt: skip
 
@@ -266,7 +231,7 @@ def detect(
     check_paths(
         {"data": data, "--train": train}, {"--out": out, "--report": report, "--save-model": save_model_to}
     )
-    flag_rule(fdr, contamination)  # fail on bad levels before the fit, not after
+    rule = FlagRule.of(fdr, contamination)  # fail on bad levels before the fit, not after
     check_explain(explain)
     progress(f"reading {data}")
     data_df = read_table(data)
@@ -284,7 +249,7 @@ def detect(
                       random_state=random_state, verbose=verbose, what=str(train or data), progress=progress,
                       max_epochs=max_epochs, detector=detector, keep=keep,
                       source_split=source_split)  # fmt: skip
-    outcome = score_data(model, data_df, out=out, report=report, fdr=fdr, contamination=contamination,
+    outcome = score_data(model, data_df, out=out, report=report, rule=rule,
                          label_column=label_column, explain=explain, in_sample=train is None,
                          notes=notes, progress=progress, with_input=with_input)  # fmt: skip
     if save_model_to is not None:

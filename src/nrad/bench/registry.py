@@ -102,7 +102,7 @@ def _pyod(cls_path: str, **kwargs: Any) -> Callable[[int, int], Any]:
 
 def _nrde(**kwargs: Any) -> Callable[[int, int], Any]:
     def build(seed: int, n_features: int) -> Any:
-        from nrad.detector import NRDE
+        from nrad.nrde import NRDE
 
         return NRDE(random_state=seed, **kwargs)
 

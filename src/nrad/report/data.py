@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from nrad.table import TableModel, strongest_first, with_row_numbers
+from nrad.results import strongest_first, with_row_numbers
+from nrad.table import TableModel
 
 #: Flagged rows listed in the report (the highest scores first).
 MAX_TABLE_ROWS = 200

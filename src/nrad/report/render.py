@@ -1,9 +1,9 @@
 """Figures (matplotlib, inline SVG) and the jinja2 template -> one self-contained HTML file.
 
 The figures are static SVG drawn by matplotlib, not plotly: plotly inlines
-its 4.6 MB JavaScript library into every report, which made a report of a
-3,000-row table 4.9 MB for three charts whose only interactive use was a
-hover tooltip.  The SVGs weigh tens of kilobytes and need no script.
+its JavaScript library (megabytes) into every report, for three charts whose
+only interactive use was a hover tooltip.  The SVGs weigh tens of kilobytes
+and need no script.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ Per numeric feature ``j`` (see docs/method.md, section "Tables"):
    which a flow with a Gaussian base can follow; ``delta = 1`` leaves the
    residuals as they are.  It is fitted to residuals, not to the column:
    the amounts of 50 merchants together look heavy-tailed, one merchant's
-   amounts do not.  The score adds its log-Jacobian (:meth:`NumericScaler.tail_terms`),
+   amounts do not.  The score adds its log-Jacobian (:meth:`NumericModel.tail_terms`),
    so the transform helps the flow learn without pulling far values in.
 3. **Soft clip.**  Beyond ``b_j`` (1.25 times the 99.5th percentile of the
    training ``|z|``, at least ``MIN_CLIP`` = 8) ``z`` is replaced by ``b_j + asinh(|z| - b_j)``:
@@ -93,7 +93,7 @@ GRID = 16
 
 
 @dataclass
-class NumericScaler:
+class NumericModel:
     """Fitted per-feature shape, context and clip (see the module docstring)."""
 
     #: Per feature: magnitude ``s``, Yeo-Johnson exponent, soft-clip bound ``b``.
@@ -123,7 +123,7 @@ class NumericScaler:
     @classmethod
     def fit(
         cls, numeric: np.ndarray, codes: np.ndarray, n_codes: list[int], rng: np.random.Generator
-    ) -> NumericScaler:
+    ) -> NumericModel:
         """Fit on training rows (``numeric`` NaN where missing); ``rng`` draws the dequantization."""
         p = numeric.shape[1]
         discrete = np.array([lattice_spacing(numeric[:, j]) for j in range(p)], dtype=np.float64)
@@ -274,7 +274,7 @@ class NumericScaler:
         return {"n_features": self.n_features}, arrays
 
     @classmethod
-    def from_state(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray], prefix: str) -> NumericScaler:
+    def from_state(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray], prefix: str) -> NumericModel:
         p = int(meta["n_features"])
         got = cls(
             magnitude=np.asarray(arrays[f"{prefix}magnitude"], dtype=np.float64),
@@ -297,9 +297,9 @@ class NumericScaler:
         )
         for name in ("magnitude", "exponent", "clip", "tail_weight", "parent", "fallback", "discrete"):
             if getattr(got, name).shape != (p,):
-                raise ValueError(f"scaler {name} has shape {getattr(got, name).shape}, expected ({p},)")
+                raise ValueError(f"numeric model {name} has shape {getattr(got, name).shape}, expected ({p},)")
         if got.grid.shape != (p, GRID):
-            raise ValueError(f"scaler grid has shape {got.grid.shape}, expected ({p}, {GRID})")
+            raise ValueError(f"numeric model grid has shape {got.grid.shape}, expected ({p}, {GRID})")
         return got
 
 
@@ -357,8 +357,8 @@ def lattice_spacing(x: np.ndarray) -> float:
     multiple of the smallest gap (within 1e-6): integers, counts, ratings,
     also after scaling (a z-scored count), and prices in cents.  A two-valued
     flag is not treated as one: spread uniformly over one wide cell it tells
-    the flow nothing (39 binary features of celeba: AUROC 0.82 left as
-    they are, 0.77 dequantized).
+    the flow nothing, and benchmark tables of binary features lost AUROC
+    dequantized (docs/method.md).
     """
     seen = np.unique(x[np.isfinite(x)])
     if seen.size < LATTICE_MIN_LEVELS or seen.size > max(np.isfinite(x).sum() // 2, 1):
@@ -496,8 +496,8 @@ def _exponent(x: np.ndarray) -> float:
     counts, durations, whose spread grows with their level and whose natural
     scale is logarithmic.  Other columns are left as they are: a power transform
     fitted for normality on a table that holds its anomalies pulls exactly
-    those in (breastw fitted on itself: AUROC 0.765 with a transform of
-    every column, 0.91 without).
+    those in (a transductive benchmark table lost much of its AUROC with a
+    transform of every column; docs/method.md).
     """
     if len(x) < 3 or np.ptp(x) == 0 or x.min() < 0:
         return 1.0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass
 from numbers import Integral, Real
@@ -19,14 +18,11 @@ from threadpoolctl import threadpool_limits
 from nrad.calibration import TailModel
 from nrad.errors import FitDivergedError, NradError
 from nrad.flow import CouplingFlow
-from nrad.kernel import ROW_MULTIPLE, ScoringKernel
+from nrad.kernel import ScoringKernel
 from nrad.preprocess import standardization
 from nrad.sources import pure_log_density, source_influence, split_sources
-from nrad.threads import one_torch_thread, torch_thread_pool
+from nrad.threads import SCORE_CHUNK, map_chunks, one_torch_thread, run_chunks
 
-#: Rows per chunk when scoring (chunks run in parallel, one per torch thread): four of the
-#: scoring kernel's blocks of 2,016 rows.  A row's score does not depend on it.
-SCORE_CHUNK = 8064
 #: Training rows used to measure source influence (a mean; 2,000 rows pin it
 #: down well), fewer for wide data so rows x d stays near 200,000.
 INFLUENCE_ROWS = 2000
@@ -37,13 +33,13 @@ INFLUENCE_CELLS = 200_000
 #: rows beyond it score as if they were at it (still extreme, always finite).
 MAX_ABS_Z = 1e4
 #: Gradient steps the automatic epoch count aims at.  Tables small enough to
-#: stop early never reach it; 2,500 fitted ALOI (4,848 rows) in 2.4x the time
-#: of 1,000 to the same AUROC (docs/scaling.md, "Fitting").
+#: stop early never reach it; more steps cost time without gaining AUROC
+#: (docs/scaling.md, "Fitting").
 STEP_BUDGET = 1000
 #: The penalty is evaluated on every PENALTY_EVERY-th step, weighted by
 #: PENALTY_EVERY so its expected gradient is unchanged: a step with the
-#: penalty costs ~2.5x a plain one (its Jacobian columns and their backward
-#: pass; op-count bound on small batches).
+#: penalty costs a few plain ones (its Jacobian columns and their backward
+#: pass).
 PENALTY_EVERY = 4
 #: Rows of a given held-out set that the early stopping reads, at most (evenly spaced through it).
 MAX_HELD_ROWS = 2048
@@ -115,11 +111,11 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
     patience_steps : int, default=0
         Stop no earlier than this many gradient steps without improvement
         either (on small tables an epoch is a few steps).  ``500`` lets the
-        flow move off its Gaussian start on small noisy tables and raised
-        NRDE's mean benchmark AUROC by up to 0.005 (0.000 in transductive),
-        but fits tables of 800-4,600 rows 3-5x slower and sharpens the fit
-        on discrete columns, which makes explanations of extreme rows
-        erratic; not the default (research/notes.md section 10).
+        flow move off its Gaussian start on small noisy tables, but barely
+        moves the benchmark's AUROC, fits mid-sized tables several times
+        slower and sharpens the fit on discrete columns, which makes
+        explanations of extreme rows erratic; not the default
+        (research/notes.md section 10).
     contamination : float, default=0.1
         Expected share of outliers in the training rows; sets ``offset_``.
     calibration_fraction : float, default=0.0
@@ -339,7 +335,7 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
             return grad.reshape(n_steps, *z.shape).mean(dim=0) * delta
 
         chunks = [Z[start : start + chunk] for start in range(0, Z.shape[0], chunk)]
-        return torch.cat(_run_chunks(chunks, attribute, grad=True)).detach().numpy()
+        return torch.cat(run_chunks(chunks, attribute, grad=True)).detach().numpy()
 
     def transform(self, X: Any) -> np.ndarray:
         """The estimated sources ``s = f(x)`` of each row, shape (n, n_features_in_)."""
@@ -374,6 +370,64 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = False
         return tags
+
+    def to_state(self, prefix: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The fitted detector as JSON-able parameters and named arrays (the flow's weights among them)."""
+        check_is_fitted(self, "flow_")
+        arrays = {
+            f"{prefix}flow.{name}": v.detach().cpu().numpy() for name, v in self.flow_.state_dict().items()
+        }
+        arrays.update({f"{prefix}{a}": np.asarray(getattr(self, a)) for a in _LEARNED_ARRAYS})
+        params = {
+            # A RandomState object cannot travel; the fitted detector no longer needs it.
+            k: None if isinstance(v, np.random.RandomState) else v
+            for k, v in self.get_params().items()
+        }
+        learned = {
+            "offset_": float(self.offset_),
+            "n_epochs_": int(self.n_epochs_),
+            "n_features_in_": int(self.n_features_in_),
+        }
+        return {"params": params, "learned": learned}, arrays
+
+    @classmethod
+    def from_state(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray], prefix: str, d: int) -> NRDE:
+        """Rebuild from :meth:`to_state`; refuse a detector that does not take ``d`` features."""
+        params, learned = meta["params"], meta["learned"]
+        det = cls(**params)
+        if int(learned["n_features_in_"]) != d:
+            raise ValueError(f"{prefix}: the flow takes {learned['n_features_in_']} features, expected {d}")
+        flow = CouplingFlow(
+            d, int(params["n_transforms"]), int(params["hidden_units"]), np.random.default_rng(0), np.eye(d)
+        )
+        flow_prefix = f"{prefix}flow."
+        state = {
+            name[len(flow_prefix) :]: torch.as_tensor(v)
+            for name, v in arrays.items()
+            if name.startswith(flow_prefix)
+        }
+        flow.load_state_dict(state, strict=True)
+        det.flow_ = flow.double().eval()
+        for a in _LEARNED_ARRAYS:
+            setattr(det, a, np.asarray(arrays[f"{prefix}{a}"]))
+        for a in ("mean_", "scale_"):
+            if getattr(det, a).shape != (d,):
+                raise ValueError(f"{prefix}{a} has shape {getattr(det, a).shape}, expected ({d},)")
+        det.offset_ = float(learned["offset_"])
+        det.n_epochs_ = int(learned["n_epochs_"])
+        det.n_features_in_ = d
+        return det
+
+
+#: The learned arrays a saved detector carries besides its flow.
+_LEARNED_ARRAYS = (
+    "mean_",
+    "scale_",
+    "source_influence_",
+    "pure_sources_",
+    "noise_sources_",
+    "calibration_scores_",
+)
 
 
 def fit_together(
@@ -504,45 +558,6 @@ def _epochs(n: int, verbose: bool) -> Any:
     return trange(n, desc="NRDE fit", unit="epoch", leave=False, delay=2.0, disable=None)
 
 
-def map_chunks(Z: torch.Tensor, fn: Any) -> np.ndarray:
-    """Apply ``fn`` to row chunks without autograd, one chunk per torch thread at a time; float64 out.
-
-    Chunks hold ``SCORE_CHUNK`` rows, fewer when that leaves a thread idle
-    (explanations score a few thousand trial rows per call).  ``fn`` must
-    score each row on its own (``ScoringKernel`` does, to the bit), so the
-    result depends neither on the chunks nor on how the caller batched its
-    rows (streamed, Dask, in memory).
-    """
-    n = Z.shape[0]
-    if n == 0:
-        return np.zeros(0)
-    per_thread = -(-n // torch.get_num_threads())
-    size = min(SCORE_CHUNK, -(-per_thread // ROW_MULTIPLE) * ROW_MULTIPLE)  # no padding but the last
-    parts = _run_chunks([Z[i : i + size] for i in range(0, n, size)], fn)
-    return torch.cat(parts).numpy().astype(np.float64, copy=False)
-
-
-def _run_chunks(chunks: list[torch.Tensor], fn: Any, grad: bool = False) -> list[torch.Tensor]:
-    """``[fn(c) for c in chunks]``, in inference mode unless ``grad``, chunks in parallel.
-
-    With torch set to n > 1 threads, n chunks run at once on n Python
-    threads with one torch thread each (torch releases the GIL inside its
-    ops), instead of one chunk at a time with every op split n ways: the
-    flow's layers are narrow (64 units), so splitting each small op costs
-    more in synchronization than it gains (measured by benchmarks/scale.py,
-    kernel lines).  Every chunk is computed the same way either way: a
-    row's score does not depend on the thread count.
-    """
-
-    def run(chunk: torch.Tensor) -> torch.Tensor:
-        # Grad and inference modes are per thread: set them in the worker.
-        with contextlib.nullcontext() if grad else torch.inference_mode():
-            return fn(chunk)
-
-    with torch_thread_pool("nrad-chunks", len(chunks)) as pool:
-        return [run(c) for c in chunks] if pool is None else list(pool.map(run, chunks))
-
-
 def _calibration_split(
     X: np.ndarray, fraction: float, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -568,7 +583,7 @@ def _pca_whitening(Z: np.ndarray, noise: float) -> np.ndarray:
     # One BLAS thread: with more, the covariance and eigh sum in an order that
     # depends on the thread count (1e-12 apart at d = 100), and training
     # amplifies that, so the same seed would fit differently on machines with
-    # different core counts (mnist: AUROC 0.9286 vs 0.9294).
+    # different core counts.
     with threadpool_limits(1):
         cov = np.atleast_2d(np.cov(Z, rowvar=False, bias=True)) if len(Z) > 1 else np.eye(Z.shape[1])
         eigval, eigvec = np.linalg.eigh(cov)
@@ -582,8 +597,8 @@ def _pca_whitening(Z: np.ndarray, noise: float) -> np.ndarray:
 
 def _auto_epochs(steps_per_epoch: int) -> int:
     """Epochs for about ``STEP_BUDGET`` steps, at least 20 (so early stopping has
-    epochs to compare) unless that would exceed 4x the budget (large tables:
-    a 200,000-row sample would otherwise take 11,000 steps), at most 1,000."""
+    epochs to compare) unless that would exceed 4x the budget (large tables
+    would otherwise take many times the budget), at most 1,000."""
     budget = math.ceil(STEP_BUDGET / steps_per_epoch)
     floor = min(20, math.ceil(4 * STEP_BUDGET / steps_per_epoch))
     return int(min(max(budget, floor), 1000))

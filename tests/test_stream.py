@@ -1,7 +1,7 @@
-"""Tables larger than memory: sampling to fit, streamed scoring, Dask scoring.
+"""nrad.stream: sampling a table larger than memory to fit, and scoring it in batches.
 
-Streamed and distributed scoring must give exactly the rows, scores, p-values
-and flags of in-memory scoring; interrupted runs must leave no output file.
+Streamed scoring must give exactly the rows, scores, p-values and flags of
+in-memory scoring; interrupted runs must leave no output file.
 """
 
 from __future__ import annotations
@@ -13,52 +13,21 @@ import subprocess
 import sys
 import time
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from scoring_tables import assert_same_rows, data, model, read, table  # noqa: F401  (data, model: fixtures)
 
 from nrad.errors import NradError
+from nrad.flags import FlagRule
 from nrad.model_file import load_model, save_model
-from nrad.stream import even_batch_rows, kth_largest, sample_table, score_file
-from nrad.table import TableModel, fit_table
+from nrad.stream import even_batch_rows, sample_table, score_file
+from nrad.table import TableModel
 from nrad.workflow import fit_model
 
 NRAD = [sys.executable, "-c", "from nrad.cli import main; main()"]
-
-
-def table(n: int, seed: int, anomalies: int = 0) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    df = pd.DataFrame(rng.normal(size=(n, 4)), columns=list("abcd"))
-    df.iloc[:anomalies, :4] += 6.0  # far out in every column: BH must flag these
-    df["kind"] = rng.choice(["x", "y", "z"], size=n)
-    df.insert(0, "id", [f"r{i}" for i in range(n)])
-    return df
-
-
-@pytest.fixture(scope="module")
-def model() -> TableModel:
-    return fit_table(table(2000, 1), id_column="id", random_state=0, max_epochs=3)
-
-
-@pytest.fixture(scope="module")
-def data() -> pd.DataFrame:
-    return table(3000, 2, anomalies=200).sample(frac=1.0, random_state=3).reset_index(drop=True)
-
-
-def read(path: Path) -> pd.DataFrame:
-    return pd.read_parquet(path) if path.suffix == ".parquet" or path.is_dir() else pd.read_csv(path)
-
-
-def assert_same_rows(got: pd.DataFrame, ref: pd.DataFrame) -> None:
-    assert list(got.columns) == list(ref.columns)
-    assert got["id"].tolist() == ref["id"].tolist()  # input order
-    np.testing.assert_array_equal(got["anomaly_score"].to_numpy(), ref["anomaly_score"].to_numpy())
-    np.testing.assert_array_equal(got["p_value"].to_numpy(), ref["p_value"].to_numpy())
-    np.testing.assert_array_equal(got["flagged"].to_numpy(), ref["flagged"].to_numpy())
-
 
 # -- sampling ----------------------------------------------------------------
 
@@ -131,7 +100,7 @@ def test_streamed_scores_equal_in_memory_scores(
     explain = "flagged" if src == dst == ".csv" else "none"  # explanations cost: check them once
     ref, _ = model.score(data, explain=explain)
     out = tmp_path / f"out{dst}"
-    outcome = score_file(model, path, out, batch_rows=256, explain=explain)
+    outcome = score_file(model, path, out, FlagRule.of(), batch_rows=256, explain=explain)
     got = read(out).fillna({"top_features": "", "reason": ""}) if explain != "none" else read(out)
     assert_same_rows(got, ref)
     if explain != "none":
@@ -147,7 +116,7 @@ def test_streamed_contamination_flags_the_same_rows(
 ) -> None:
     data.to_parquet(tmp_path / "in.parquet")
     ref, _ = model.score(data, contamination=0.07, explain="none")
-    outcome = score_file(model, tmp_path / "in.parquet", tmp_path / "o.csv", contamination=0.07,
+    outcome = score_file(model, tmp_path / "in.parquet", tmp_path / "o.csv", FlagRule.of(contamination=0.07),
                          explain="none", batch_rows=100)  # fmt: skip
     got = read(tmp_path / "o.csv")
     assert_same_rows(got, ref)
@@ -176,16 +145,6 @@ def test_batches_split_the_rows_evenly_over_the_workers(
         assert rows <= 65_536 and batches % workers == 0 or batches < workers
 
 
-def test_kth_largest_with_ties_and_several_rounds() -> None:
-    rng = np.random.default_rng(0)
-    values = np.concatenate([rng.normal(size=20_000), np.full(500, 0.25), rng.standard_cauchy(size=3000)])
-    rng.shuffle(values)
-    chunks = lambda: iter(np.array_split(values, 17))  # noqa: E731
-    for k in (1, 7, 500, 11_000, len(values)):
-        expected = np.sort(values)[::-1][k - 1]
-        assert kth_largest(chunks, k, bins=8, exact_max=50) == expected
-
-
 def test_a_failure_mid_stream_leaves_no_output_and_no_spill(
     tmp_path: Path, model: TableModel, data: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -202,7 +161,7 @@ def test_a_failure_mid_stream_leaves_no_output_and_no_spill(
 
     monkeypatch.setattr(TableModel, "score_rows", failing)
     with pytest.raises(NradError, match="simulated"):
-        score_file(model, tmp_path / "in.csv", tmp_path / "out.csv", batch_rows=500)
+        score_file(model, tmp_path / "in.csv", tmp_path / "out.csv", FlagRule.of(), batch_rows=500)
     assert (tmp_path / "out.csv").read_text() == "previous results\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv", "out.csv"]
 
@@ -243,122 +202,3 @@ def test_score_command_streams_and_fit_command_samples(tmp_path: Path) -> None:
     ref, _ = load_model(tmp_path / "m.nrad").score(table(2500, 5, anomalies=30), explain="none")
     assert_same_rows(got, ref)
     assert f"2500 rows scored, {int(ref['flagged'].sum())} flagged" in res.stdout
-
-
-# -- Dask ----------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[object]:
-    from distributed import LocalCluster
-
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as c:  # fmt: skip
-        yield c
-
-
-def test_dask_scores_equal_single_process_and_ship_the_model_once(
-    cluster: object, model: TableModel, data: pd.DataFrame, tmp_path: Path
-) -> None:
-    import dask.dataframe as dd
-    from distributed import Client
-
-    from nrad import distributed
-
-    sub = data.iloc[:800]  # explanations are costly; 800 rows over 8 partitions suffice
-    sub.to_parquet(tmp_path / "in.parquet", row_group_size=100)
-    ref, _ = model.score(sub, explain="all")
-    with Client(cluster) as client:
-        ddf = dd.read_parquet(tmp_path / "in.parquet").repartition(npartitions=8)
-        scored = distributed.score(ddf, model, explain=True).persist()
-        got = distributed.flag(scored, model).compute()
-        cols = list(got.columns)
-        cols.insert(cols.index("p_value") + 1, cols.pop(cols.index("flagged")))
-        assert_same_rows(got[cols].reset_index(drop=True), ref)
-        assert got["top_features"].tolist() == ref["top_features"].tolist()
-        # One payload, held by both workers (broadcast), loaded once per worker.
-        held = client.run(lambda: len(__import__("nrad.distributed").distributed._LOADED))
-        assert sorted(held.values()) == [1, 1]
-        sizes = client.run(lambda dask_worker: len(dask_worker.data))
-        assert all(n >= 1 for n in sizes.values())
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
-def test_worker_processes_get_their_heap_back(cluster: object) -> None:
-    # Dask's nanny starts workers with MALLOC_TRIM_THRESHOLD_=65536: every MB-sized tensor of
-    # the scoring kernel was then mapped and unmapped per op (3.3x slower).  Undone per worker.
-    from distributed import Client
-
-    from nrad import distributed
-
-    with Client(cluster) as client:
-        assert set(client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_")).values()) == {"65536"}
-        assert set(distributed.prepare_workers(client).values()) == {True}
-
-
-def test_no_heap_change_without_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    from nrad import distributed
-
-    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
-    assert distributed._reuse_heap() is False
-
-
-def test_score_command_on_a_dask_cluster(
-    cluster: object, model: TableModel, data: pd.DataFrame, tmp_path: Path
-) -> None:
-    save_model(model, tmp_path / "m.nrad")
-    data.to_csv(tmp_path / "in.csv", index=False)
-    res = subprocess.run([*NRAD, "score", "in.csv", "--model", "m.nrad", "--out", "out", "--engine", "dask",
-                          "--scheduler", cluster.scheduler_address, "--contamination", "0.05", "--no-explain"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert res.returncode == 0, res.stderr
-    ref, _ = model.score(data, contamination=0.05, explain="none")
-    got = pd.read_parquet(tmp_path / "out")
-    assert_same_rows(got, ref)
-    assert not list(tmp_path.glob(".out.*"))  # scratch removed
-
-
-@pytest.mark.parametrize("processes", [False, True], ids=["threads", "processes"])
-def test_score_to_parquet_starts_its_own_local_cluster(
-    processes: bool, model: TableModel, data: pd.DataFrame, tmp_path: Path
-) -> None:
-    import torch
-
-    from nrad.distributed import score_to_parquet
-
-    data.to_parquet(tmp_path / "in.parquet", row_group_size=500)
-    torch.set_num_threads(2)
-    explain = "none" if processes else "flagged"  # threads share one model: explanations too
-    outcome = score_to_parquet(model, tmp_path / "in.parquet", tmp_path / "out", fdr=0.1, explain=explain,
-                               n_workers=2, processes=processes)  # fmt: skip
-    ref, _ = model.score(data, fdr=0.1, explain=explain)
-    got = pd.read_parquet(tmp_path / "out")
-    assert_same_rows(got, ref)
-    if explain != "none":
-        assert got["top_features"].tolist() == ref["top_features"].tolist()
-    assert outcome.n_rows == len(data) and outcome.n_flagged == int(ref["flagged"].sum())
-    # A threaded worker sets torch to one thread in this very process: restored.
-    assert torch.get_num_threads() == 2
-    assert not list(tmp_path.glob(".out.*"))
-
-
-def test_dask_without_a_cluster_embeds_the_model_once(model: TableModel, data: pd.DataFrame) -> None:
-    import dask
-    import dask.dataframe as dd
-
-    from nrad import distributed
-
-    sub = data.iloc[:600]
-    ddf = dd.from_pandas(sub, npartitions=4)
-    scored = distributed.score(ddf, model)
-    graph = dict(scored.__dask_graph__())
-    payload_keys = [k for k in graph if str(k[0] if isinstance(k, tuple) else k).startswith("bytes-")]
-    tasks = [v for k, v in graph.items() if str(k[0]).startswith("_score_partition")]
-    # One node holds the model bytes; each of the 4 partition tasks refers to it.
-    assert len(payload_keys) == 1 and len(tasks) == 4
-    assert all(payload_keys[0] in t.dependencies for t in tasks)
-    with dask.config.set(scheduler="synchronous"):
-        got = distributed.flag(scored, model, contamination=0.1).compute()
-    ref, _ = model.score(sub, contamination=0.1, explain="none")
-    np.testing.assert_array_equal(got["anomaly_score"].to_numpy(), ref["anomaly_score"].to_numpy())
-    np.testing.assert_array_equal(got["flagged"].to_numpy(), ref["flagged"].to_numpy())

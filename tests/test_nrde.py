@@ -75,7 +75,7 @@ def test_whitening_does_not_depend_on_the_blas_thread_count() -> None:
     # (1e-12 apart), which training amplifies into a different fit.
     from threadpoolctl import threadpool_limits
 
-    from nrad.detector import _pca_whitening
+    from nrad.nrde import _pca_whitening
 
     rng = np.random.default_rng(0)
     Z = rng.normal(size=(2000, 100)) @ rng.normal(size=(100, 100))
@@ -88,7 +88,7 @@ def test_whitening_does_not_depend_on_the_blas_thread_count() -> None:
 
 @pytest.mark.parametrize("n_pure", [None, 2], ids=["no-noise-sources", "two-noise-sources"])
 def test_chunks_in_parallel_equal_chunks_one_at_a_time(n_pure: int | None, monkeypatch: object) -> None:
-    import nrad.detector as detector
+    import nrad.nrde as detector
 
     X = np.random.default_rng(1).normal(size=(500, 4))
     det = NRDE(max_epochs=3, n_pure_sources=n_pure, random_state=0).fit(X)

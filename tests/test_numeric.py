@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nrad.scaler import (
-    NumericScaler,
+from nrad.numeric import (
+    NumericModel,
     dequantize,
     lattice_spacing,
     yeo_johnson,
@@ -43,12 +43,12 @@ def _amounts(rng: np.random.Generator, n: int = 3000) -> tuple[np.ndarray, np.nd
 def test_an_amount_is_read_against_its_merchant() -> None:
     rng = np.random.default_rng(1)
     amount, merchant, n_codes = _amounts(rng)
-    scaler = NumericScaler.fit(amount, merchant, n_codes, rng)
-    assert scaler.parent[0] == 0
+    numeric = NumericModel.fit(amount, merchant, n_codes, rng)
+    assert numeric.parent[0] == 0
     cheap = merchant[:, 0] == np.argmin([np.median(amount[merchant[:, 0] == m]) for m in range(20)])
     usual = np.median(amount[cheap])
-    z = scaler.standardize(
-        scaler.shape(np.array([[usual], [8 * usual]])), np.full((2, 1), merchant[cheap][0, 0])
+    z = numeric.standardize(
+        numeric.shape(np.array([[usual], [8 * usual]])), np.full((2, 1), merchant[cheap][0, 0])
     )
     assert abs(z[0, 0]) < 0.5 and z[1, 0] > 4  # 8x the merchant's usual amount
 
@@ -57,19 +57,19 @@ def test_a_new_merchant_falls_back_to_the_next_context() -> None:
     rng = np.random.default_rng(2)
     amount, merchant, n_codes = _amounts(rng)
     category = (merchant % 4).astype(np.int64)
-    scaler = NumericScaler.fit(amount, np.hstack([merchant, category]), [22, 6], rng)
+    numeric = NumericModel.fit(amount, np.hstack([merchant, category]), [22, 6], rng)
     other = n_codes[0] - 2
-    assert scaler.parent[0] == 0 and scaler.fallback[0] == 1
-    assert scaler.context(0, np.array([other, 3])) == (1, 3)
-    assert scaler.context(0, np.array([5, 3])) == (0, 5)
+    assert numeric.parent[0] == 0 and numeric.fallback[0] == 1
+    assert numeric.context(0, np.array([other, 3])) == (1, 3)
+    assert numeric.context(0, np.array([5, 3])) == (0, 5)
 
 
 def test_soft_clip_is_monotone_and_charges_for_distance() -> None:
     rng = np.random.default_rng(3)
     x = rng.normal(size=(2000, 1))
-    scaler = NumericScaler.fit(x, np.zeros((2000, 0), dtype=np.int64), [], rng)
+    numeric = NumericModel.fit(x, np.zeros((2000, 0), dtype=np.int64), [], rng)
     z = np.array([[0.0], [3.0], [10.0], [100.0], [1e6]])
-    clipped, terms = scaler.soft_clip(scaler.standardize(scaler.shape(z), np.zeros((5, 0), dtype=np.int64)))
+    clipped, terms = numeric.soft_clip(numeric.standardize(numeric.shape(z), np.zeros((5, 0), dtype=np.int64)))
     assert np.all(np.diff(clipped[:, 0]) > 0) and np.all(np.diff(terms[:, 0]) >= 0)
     assert clipped[-1, 0] < 25  # a typo of 1e6 stays a few units past the training range
 
@@ -77,35 +77,35 @@ def test_soft_clip_is_monotone_and_charges_for_distance() -> None:
 def test_heavy_symmetric_tails_are_pulled_in_and_gaussian_ones_are_left() -> None:
     rng = np.random.default_rng(4)
     data = np.column_stack([rng.standard_t(2, 5000), rng.normal(size=5000)])
-    scaler = NumericScaler.fit(data, np.zeros((5000, 0), dtype=np.int64), [], rng)
-    assert scaler.tail_weight[0] < 0.6 and scaler.tail_weight[1] == 1.0
+    numeric = NumericModel.fit(data, np.zeros((5000, 0), dtype=np.int64), [], rng)
+    assert numeric.tail_weight[0] < 0.6 and numeric.tail_weight[1] == 1.0
 
 
 def test_tail_terms_are_the_transforms_log_jacobian() -> None:
     """-log T'(r) (up to the constant -log delta) of z = T(r): the score is a density of the residual."""
     rng = np.random.default_rng(4)
     data = np.column_stack([rng.standard_t(2, 5000), rng.normal(size=5000)])
-    scaler = NumericScaler.fit(data, np.zeros((5000, 0), dtype=np.int64), [], rng)
-    delta = scaler.tail_weight[0]
+    numeric = NumericModel.fit(data, np.zeros((5000, 0), dtype=np.int64), [], rng)
+    delta = numeric.tail_weight[0]
     r = np.array([0.0, 0.5, 3.0, 40.0, 1e4])
     z = np.column_stack([np.sinh(delta * np.arcsinh(r)), r])
     h = 1e-6 * np.maximum(1.0, r)
     slope = (np.sinh(delta * np.arcsinh(r + h)) - np.sinh(delta * np.arcsinh(r - h))) / (2 * h)
-    terms = scaler.tail_terms(z)
+    terms = numeric.tail_terms(z)
     np.testing.assert_allclose(terms[:, 0], -np.log(slope) + np.log(delta), rtol=1e-5, atol=1e-6)
     assert np.all(terms[:, 1] == 0)  # delta = 1: nothing added
     # Far out, a heavy-tailed column still charges for distance: (1 - delta) log|r|, not a vanishing amount.
     assert terms[-1, 0] > (1 - delta) * np.log(1e4) - 1
-    assert np.all(scaler.tail_terms(np.array([[np.nan, 1.0]])) == 0)
+    assert np.all(numeric.tail_terms(np.array([[np.nan, 1.0]])) == 0)
 
 
 def test_state_round_trips() -> None:
     rng = np.random.default_rng(5)
     amount, merchant, n_codes = _amounts(rng)
-    scaler = NumericScaler.fit(amount, merchant, n_codes, rng)
-    meta, arrays = scaler.to_state("s.")
-    again = NumericScaler.from_state(meta, arrays, "s.")
-    y = scaler.shape(amount)
+    numeric = NumericModel.fit(amount, merchant, n_codes, rng)
+    meta, arrays = numeric.to_state("s.")
+    again = NumericModel.from_state(meta, arrays, "s.")
+    y = numeric.shape(amount)
     np.testing.assert_array_equal(
-        scaler.standardize(y, merchant), again.standardize(again.shape(amount), merchant)
+        numeric.standardize(y, merchant), again.standardize(again.shape(amount), merchant)
     )

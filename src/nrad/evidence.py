@@ -1,0 +1,237 @@
+"""The evidence against a row: the tails its tests are read from, and their combination.
+
+A row is tested as a whole (its anomaly score; its density score in nats,
+for a fused model; its robust distance) and cell by cell (each number's
+residual given the rest of the row and its value in its context, each
+category's level; :mod:`nrad.cells`).  Each test's p-value is read off a
+tail fitted to the training rows' own out-of-fold statistics
+(:class:`ChannelTails`), and the row's p-value is the tests' weighted
+Bonferroni combination (:func:`nrad.calibration.combine`), valid whatever
+their dependence (docs/method.md, section 13).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from nrad.calibration import (
+    DENSITY_MAX_SHAPE,
+    DISTANCE_TRIM,
+    SCORE_TRIM,
+    TailModel,
+    combine,
+)
+from nrad.cells import (
+    CATEGORY_SHARE,
+    CELL_MAX_SHAPE,
+    CELL_TRIM,
+    CELL_WEIGHT,
+    DECISIVE,
+    NumericCellTests,
+    category_p_values,
+)
+from nrad.encoding import Prepared
+
+if TYPE_CHECKING:
+    from nrad.table import TableModel
+
+
+@dataclass(frozen=True)
+class ChannelTails:
+    """The tails each channel's p-values are read from: the anomaly score, the density score (in
+    nats; a fused model only), the robust distance, the numeric cells.
+
+    Fitted twice: on the training rows' out-of-fold statistics for new rows,
+    and for the training rows themselves (``nrad detect``, ``in_sample``).
+    Those rows hold the anomalies being looked for, and a tail fitted on
+    them would be made heavy by them: each in-sample tail is fitted
+    without its top scores, by a likelihood truncated where they begin, and
+    puts back those that are no outliers to the rest
+    (:meth:`nrad.calibration.TailModel.fit`).  The anomaly score and the
+    density leave out their top 2% at first (``SCORE_TRIM``); the robust
+    distance also a cluster above a gap (``DISTANCE_TRIM``: a broken batch
+    that the density learns as normal stands apart there); each cell its
+    top 1% (``CELL_TRIM``).  The density's tail in nats is near-exponential
+    (``DENSITY_MAX_SHAPE``), the fused score's is heavier (the neighbour
+    member's long tail): a row far out in density reaches a small p-value
+    that the fused score's tail would not give it.
+    """
+
+    row: TailModel
+    density: TailModel | None
+    distance: TailModel | None
+    cells: NumericCellTests | None
+
+    @classmethod
+    def fit(
+        cls,
+        scores: np.ndarray,
+        density: np.ndarray | None,
+        distances: np.ndarray | None,
+        residuals: np.ndarray | None,
+        values: np.ndarray | None,
+        in_sample: bool = False,
+    ) -> ChannelTails:
+        """From the training rows' out-of-fold statistics (None: no such channel)."""
+        trim = (lambda share: share) if in_sample else (lambda share: None)  # noqa: E731
+        return cls(
+            TailModel.fit(scores, trim(SCORE_TRIM)),
+            None if density is None else TailModel.fit(density, trim(SCORE_TRIM), DENSITY_MAX_SHAPE),
+            None if distances is None else TailModel.fit(distances, trim(DISTANCE_TRIM), CELL_MAX_SHAPE),
+            None
+            if residuals is None or values is None
+            else NumericCellTests.fit(residuals, values, trim(CELL_TRIM)),
+        )
+
+    def row_log_p_values(
+        self, scores: np.ndarray, density: np.ndarray | None, distance: np.ndarray | None
+    ) -> np.ndarray:
+        """(n, row-level channels) log p-values: the anomaly score, the density, the distance."""
+        out = [self.row.log_p_values(scores)]
+        if self.density is not None and density is not None:
+            out.append(self.density.log_p_values(density))
+        if self.distance is not None and distance is not None:
+            # The robust distance on its own too: a cluster of bad rows that the other members
+            # learn as normal stands apart here, and its gap survives (nrad.calibration.gap_trim).
+            out.append(self.distance.log_p_values(distance))
+        return np.column_stack(out)
+
+    def to_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        meta: dict[str, Any] = {}
+        arrays: dict[str, np.ndarray] = {}
+        for name in ("row", "density", "distance", "cells"):
+            part = getattr(self, name)
+            if part is not None:
+                meta[name], tensors = part.to_state(f"tails.{name}.")
+                arrays.update(tensors)
+        return meta, arrays
+
+    @classmethod
+    def from_state(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> ChannelTails:
+        def tail(name: str) -> TailModel | None:
+            return TailModel.from_state(meta[name], arrays, f"tails.{name}.") if name in meta else None
+
+        row = tail("row")
+        if row is None:
+            raise ValueError("the channel tails have no tail of the anomaly score")
+        cells = (
+            NumericCellTests.from_state(meta["cells"], arrays, "tails.cells.") if "cells" in meta else None
+        )
+        return cls(row, tail("density"), tail("distance"), cells)
+
+
+def row_p_values(
+    model: TableModel,
+    prep: Prepared,
+    scores: np.ndarray,
+    z: np.ndarray,
+    folds: np.ndarray | None = None,
+    density: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(p-value of each row, and what decided it: -1 the row as a whole, else the kept input column).
+
+    ``folds``: the rows are the training rows themselves, in order (in-sample: each read by the part
+    of the model that did not see it, its p-value from the in-sample tails).
+
+    The row is tested as a whole (its anomaly score; its density score, in
+    nats, for a fused model; its robust distance) and cell by cell
+    (:mod:`nrad.cells`); the row's p-value is their weighted Bonferroni
+    combination (:func:`nrad.calibration.combine`): half the weight to the
+    row-level tests, half shared by its cells.  ``density``: the rows'
+    density scores (computed here when a fused model needs them).
+    """
+    if model.tails is None:
+        return np.full(len(scores), np.nan), np.full(len(scores), -1)
+    tails = model.own_tails if folds is not None and model.own_tails is not None else model.tails
+    own = prep.own_codes if folds is not None else None
+    if tails.density is not None and density is None:
+        density = model.density_prepared(prep, folds)[0]
+    distance = (
+        distance_statistic(model.gaussian_distance(z, folds), z.shape[1])
+        if tails.distance is not None
+        else None
+    )
+    cells = (
+        (model.cell_residuals(prep, z, folds), model.cell_values(prep)) if tails.cells is not None else None
+    )
+    log_p = tails.row_log_p_values(scores, density, distance)
+    n_rows = log_p.shape[1]
+    beyond = None
+    if cells is not None:
+        assert tails.cells is not None
+        cell_log_p = tails.cells.log_p_values(*cells)
+        beyond = model.walls.beyond(model.raw_values(prep)) if model.walls is not None else None
+        if beyond is not None:
+            cell_log_p[beyond] = -np.inf
+        log_p = np.hstack([log_p, cell_log_p])
+    numeric = log_p.shape[1] - n_rows
+    tested = model.tested_codes()
+    categorical = int(tested.sum())
+    if categorical:
+        categories = category_p_values(model.categories, prep.codes, own)[:, tested]
+        log_p = np.hstack([log_p, np.log(categories)])
+    weights = bonferroni_weights(n_rows, numeric, categorical)
+    combined, which = combine(log_p, weights)
+    columns = np.r_[np.full(n_rows, -1), model.cell_columns()]
+    cause = columns[which]
+    if cells is not None and numeric:
+        assert tails.cells is not None
+        cause = _name_among_decisive(model, tails.cells, cells, beyond, log_p, weights, n_rows, which, cause)
+    return combined, cause
+
+
+def _name_among_decisive(
+    model: TableModel,
+    cell_tests: NumericCellTests,
+    cells: tuple[np.ndarray, np.ndarray],
+    beyond: np.ndarray | None,
+    log_p: np.ndarray,
+    weights: np.ndarray,
+    n_rows: int,
+    which: np.ndarray,
+    cause: np.ndarray,
+) -> np.ndarray:
+    """Where several numeric cells each decide their row alone (``DECISIVE``), the one whose two
+    tests together give the most evidence is named: a broken relation's two cells are both far
+    from what the other predicts, but only the wrong one is also unusual in its context."""
+    p = cell_tests.n_features
+    weighted = log_p[:, n_rows : n_rows + p] - np.log(weights[n_rows : n_rows + p])
+    decisive = weighted <= np.log(DECISIVE)
+    rows = np.flatnonzero((decisive.sum(axis=1) >= 2) & (which >= n_rows) & (which < n_rows + p))
+    if not len(rows):
+        return cause
+    given_row, in_context = cell_tests.log_p_parts(cells[0][rows], cells[1][rows])
+    evidence = np.nan_to_num(given_row + in_context, nan=np.inf, posinf=np.inf)
+    if beyond is not None:
+        evidence[beyond[rows]] = -np.inf
+    evidence = np.where(decisive[rows], evidence, np.inf)
+    cause = cause.copy()
+    cause[rows] = np.asarray(model.schema.numeric_sources)[np.argmin(evidence, axis=1)]
+    return cause
+
+
+def bonferroni_weights(n_rows: int, numeric: int, categorical: int) -> np.ndarray:
+    """Weights of a row's tests (they sum to 1): its row-level tests, then numeric, then categorical
+    cells (see ``CELL_WEIGHT`` and ``CATEGORY_SHARE``)."""
+    cells = numeric + categorical
+    row = 1.0 - CELL_WEIGHT if cells else 1.0
+    to_categories = CELL_WEIGHT * (CATEGORY_SHARE if numeric else 1.0) if categorical else 0.0
+    to_numbers = CELL_WEIGHT - to_categories if numeric else 0.0
+    return np.r_[
+        np.full(n_rows, row / n_rows),
+        np.full(numeric, to_numbers / max(numeric, 1)),
+        np.full(categorical, to_categories / max(categorical, 1)),
+    ]
+
+
+def distance_statistic(distance: np.ndarray, p: int) -> np.ndarray:
+    """What the robust distance's own p-value is read from: ``-log P(chi2_p > d^2)``, the Gaussian
+    model's own surprise at the row (exponential with mean 1 if the numbers are Gaussian, so the
+    fitted tail only corrects the model where they are not: heavier tails get a shape up to
+    ``CELL_MAX_SHAPE``, as a cell's do)."""
+    from scipy import stats
+
+    return -stats.chi2.logsf(2.0 * np.asarray(distance, dtype=np.float64), max(p, 1))

@@ -1,0 +1,118 @@
+"""What a scored table holds, whichever way it was scored (in memory, streamed, on Dask).
+
+The result columns (``RESULT_COLUMNS``) after the input's own, the rows to
+explain (the flagged ones and the strongest, :func:`rows_to_explain`), the
+order a summary shows them in (:func:`strongest_first`), and what a run
+reports (:class:`Outcome`, :func:`notes_for`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from nrad.errors import NradError
+
+if TYPE_CHECKING:
+    from nrad.table import TableModel
+
+#: What to explain: the flagged and top rows (default), every row, or none.
+EXPLAIN_MODES = ("flagged", "all", "none")
+#: Besides the flagged rows, the top rows by evidence are explained (what a summary shows).
+EXPLAIN_TOP = 10
+
+
+def check_explain(explain: str) -> str:
+    """``explain`` if it is one of ``EXPLAIN_MODES``."""
+    if explain not in EXPLAIN_MODES:
+        raise NradError(f"explain must be one of {', '.join(EXPLAIN_MODES)}, got {explain!r}")
+    return explain
+
+
+def rows_to_explain(flags: np.ndarray, top: np.ndarray) -> np.ndarray:
+    """Positions of the rows to explain: the flagged ones (``flags``, a chunk's) and the rows at
+    ``top`` (positions in the chunk of the run's ``EXPLAIN_TOP`` strongest rows), in order."""
+    chosen = np.asarray(flags, dtype=bool).copy()
+    chosen[np.asarray(top, dtype=np.int64)] = True
+    return np.flatnonzero(chosen)
+
+
+def strongest_first(scored: pd.DataFrame) -> np.ndarray:
+    """Row positions by evidence: smallest p-value first (what the flags follow), then highest score.
+
+    A row with one impossible cell can have a typical score and a tiny p-value: it comes first.
+    """
+    score = scored["anomaly_score"].to_numpy(dtype=np.float64)
+    p = scored["p_value"].to_numpy(dtype=np.float64) if "p_value" in scored else np.zeros(len(score))
+    return np.lexsort((-score, np.nan_to_num(p, nan=1.0)))
+
+
+def strongest(scored: pd.DataFrame, k: int = EXPLAIN_TOP) -> pd.DataFrame:
+    """The ``k`` rows with the strongest evidence (:func:`strongest_first`), strongest first."""
+    return scored.iloc[strongest_first(scored)[:k]]
+
+
+def as_strong_as(scored: pd.DataFrame, weakest: pd.Series) -> np.ndarray:
+    """Which rows have evidence at least as strong as the row ``weakest`` (where chunks cannot be
+    told apart by position: a Dask partition's rows)."""
+    p = np.nan_to_num(scored["p_value"].to_numpy(dtype=np.float64), nan=1.0)
+    s = scored["anomaly_score"].to_numpy(dtype=np.float64)
+    p_w, s_w = float(np.nan_to_num(weakest["p_value"], nan=1.0)), float(weakest["anomaly_score"])
+    return (p < p_w) | ((p == p_w) & (s >= s_w))
+
+
+#: The columns a scored table gets (after the id column), in order.
+RESULT_COLUMNS = ("anomaly_score", "p_value", "flagged", "top_features", "reason")
+
+
+def beside_input(df: pd.DataFrame, results: pd.DataFrame, id_column: str | None) -> pd.DataFrame:
+    """The input's columns, then the result columns (the id column once, as the input has it).
+
+    An input column already named like a result column is renamed ``<name> (input)``, so that
+    the results' names always mean the results.
+    """
+    results = results.drop(columns=[id_column] if id_column in results.columns else [])
+    clash = {c: f"{c} (input)" for c in results.columns if c in df.columns}
+    return pd.concat([df.rename(columns=clash), results.set_axis(df.index)], axis=1)
+
+
+def with_row_numbers(rows: pd.DataFrame) -> pd.DataFrame:
+    """A ``row`` column first: input positions counted from 1, like the data lines of the file."""
+    return rows.set_axis(rows.index + 1).reset_index(names="row")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a run produced."""
+
+    scored: pd.DataFrame
+    counts: dict[str, int]
+    rule: str
+    written: list[Path] = field(default_factory=list)
+    auroc: float | None = None
+    notes: list[str] = field(default_factory=list)
+    #: Rows scored and flagged; ``scored`` then holds only the top rows (streamed runs).
+    n_rows: int | None = None
+    n_flagged: int | None = None
+    #: Whether ``scored``'s index is the input row position (not so for Dask partitions).
+    row_numbers: bool = True
+    #: What one unit of anomaly_score is (``TableModel.score_units``).
+    units: str = ""
+
+
+def notes_for(model: TableModel) -> list[str]:
+    """What the user should know about how the model read the table."""
+    notes = []
+    if model.info.get("id_detected"):
+        notes.append(f"{model.id_column} has a different value in every row: read as the row id, not a "
+                     "feature (give --id-column to choose another)")  # fmt: skip
+    others = [c for c in model.info.get("identifiers", []) if c != model.id_column]
+    if others:
+        notes.append(f"left out as identifiers (a different value in every row): {', '.join(others)}; "
+                     "give --feature NAME to keep one as a feature")  # fmt: skip
+    notes += [c.note for c in model.schema.columns if c.note]
+    return notes

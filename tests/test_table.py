@@ -1,0 +1,117 @@
+"""nrad.table: the table model fitted on a DataFrame, scoring and flagging its rows."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from nrad.errors import NradError
+from nrad.flags import FlagRule
+from nrad.results import RESULT_COLUMNS
+from nrad.table import (
+    CROSS_FIT_FOLDS,
+    FOLD_BANDS,
+    MIN_TABLE_ROWS,
+    TableModel,
+    check_width,
+    cross_fit_folds,
+    fit_table,
+)
+
+
+def frame(n: int, seed: int, bad: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n)
+    df = pd.DataFrame({
+        "id": [f"r{i}" for i in range(n)],
+        "x": x,
+        "y": 2 * x + rng.normal(0, 0.1, n),  # y follows x
+        "kind": rng.choice(["a", "b", "c"], n),
+    })  # fmt: skip
+    df.loc[: bad - 1, "y"] = -2 * df.loc[: bad - 1, "x"] + 3  # the relation broken, each value typical
+    return df
+
+
+@pytest.fixture(scope="module")
+def model() -> TableModel:
+    return fit_table(frame(1500, 0), id_column="id", random_state=0, max_epochs=5)
+
+
+def test_score_keeps_the_index_and_adds_the_result_columns(model: TableModel) -> None:
+    df = frame(200, 1).set_axis(np.arange(200) + 1000)
+    out, counts = model.score(df)
+    assert out.index.equals(df.index)
+    assert list(out.columns) == ["id", *RESULT_COLUMNS]
+    assert out["id"].tolist() == df["id"].tolist()
+    assert ((out["p_value"] > 0) & (out["p_value"] <= 1)).all()
+    assert isinstance(counts, dict)
+
+
+def test_a_broken_relation_ranks_first_and_is_flagged(model: TableModel) -> None:
+    out, _ = model.score(frame(400, 2, bad=5), fdr=0.1)
+    top = out["anomaly_score"].rank(ascending=False) <= 5
+    assert top.iloc[:5].all()
+    assert out["flagged"].iloc[:5].all()
+    assert out["flagged"].iloc[5:].sum() <= 2
+
+
+def test_a_contamination_flags_exactly_that_share(model: TableModel) -> None:
+    out, _ = model.score(frame(300, 3), contamination=0.05)
+    assert out["flagged"].sum() == 15
+
+
+def test_the_rule_given_is_the_rule_applied(model: TableModel) -> None:
+    df = frame(300, 4, bad=3)
+    rule = FlagRule.of(fdr=0.2)
+    by_rule, _ = model.score(df, rule=rule)
+    by_level, _ = model.score(df, fdr=0.2)
+    pd.testing.assert_series_equal(by_rule["flagged"], by_level["flagged"])
+    np.testing.assert_array_equal(by_rule["flagged"], rule.flags(by_rule["p_value"].to_numpy()))
+
+
+def test_explain_modes(model: TableModel) -> None:
+    df = frame(100, 5, bad=2)
+    none, _ = model.score(df, explain="none")
+    assert "reason" not in none.columns
+    flagged, _ = model.score(df, explain="flagged")
+    every, _ = model.score(df, explain="all")
+    chosen = flagged["top_features"] != ""
+    # The flagged rows and the strongest few are explained, and as "all" explains them.
+    assert flagged["flagged"].sum() >= 2 and 2 <= chosen.sum() < len(df)
+    assert (chosen | ~flagged["flagged"]).all()
+    pd.testing.assert_series_equal(flagged["reason"][chosen], every["reason"][chosen])
+    assert (every["top_features"] != "").sum() > chosen.sum()
+
+
+def test_in_sample_scores_each_row_by_flows_that_did_not_see_it(model: TableModel) -> None:
+    df = frame(1500, 0)
+    own, _ = model.score_rows(df, in_sample=True)
+    new, _ = model.score_rows(df)
+    # Out-of-fold scores differ from the mean over folds, row by row.
+    assert not np.allclose(own["anomaly_score"], new["anomaly_score"])
+    assert np.corrcoef(own["anomaly_score"], new["anomaly_score"])[0, 1] > 0.8
+
+
+def test_folds_by_table_size() -> None:
+    for limit, folds in FOLD_BANDS:
+        assert cross_fit_folds(limit - 1) == folds
+    assert cross_fit_folds(10**6) == CROSS_FIT_FOLDS
+
+
+def test_too_few_rows_are_refused_with_the_reason() -> None:
+    with pytest.raises(NradError, match=f"at least {MIN_TABLE_ROWS} rows"):
+        check_width(MIN_TABLE_ROWS - 1, "data.csv")
+    with pytest.raises(NradError, match="40 rows and 50 columns"):
+        check_width(40, "data.csv", 50)
+
+
+def test_a_model_without_calibration_refuses_an_fdr(model: TableModel) -> None:
+    uncalibrated = copy.copy(model)
+    uncalibrated.tails = None
+    with pytest.raises(NradError, match="no calibration rows.*contamination"):
+        uncalibrated.score(frame(40, 6), fdr=0.1)
+    out, _ = uncalibrated.score(frame(40, 6), contamination=0.1, explain="none")
+    assert out["flagged"].sum() == 4
