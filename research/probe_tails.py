@@ -167,8 +167,35 @@ def evaluate(folder: Path, variants: list[str]) -> None:
                                                max_fdp=("fdp", "max")).round(3).to_string())  # fmt: skip
 
 
+def judge_light(
+    calib: np.ndarray, knots: np.ndarray, at_least: np.ndarray, k: int, trimmed: int, max_shape: float
+) -> Any:
+    """The tail that judges who is an outlier, fitted as ``TailModel._fit_below`` does but with
+    shape 0 unless a likelihood-ratio test finds a heavier one (``prefer_light``)."""
+    import nrad.calibration as cal
+
+    n = calib.size
+    if trimmed:
+        k = int(min(trimmed + max(round(cal.TAIL_SHARE * (n - trimmed)), min(cal.MIN_TAIL, n - trimmed - 1)), n - 1))
+    threshold = float(calib[n - k - 1])
+    top = n - trimmed
+    cut = float(calib[top] - threshold) if trimmed else None
+    fitted = cal.shape_posterior(calib[n - k : top] - threshold, cut, max_shape=max_shape, prefer_light=True)
+    if fitted is None:
+        return None
+    tail = cal.TailModel(knots, at_least, n, threshold, k, *fitted, n_trimmed=trimmed)
+    lift = tail._lift(calib, calib[n - k : top])
+    return cal.TailModel(knots, at_least, n, threshold, k, *fitted, n_trimmed=trimmed, lift=lift)
+
+
 def fit_tail(
-    scores: np.ndarray, trim: tuple[float, float] | None, max_shape: float, average: bool, steps: int, level: float
+    scores: np.ndarray,
+    trim: tuple[float, float] | None,
+    max_shape: float,
+    average: bool,
+    steps: int,
+    level: float,
+    light: bool = False,
 ) -> Any:
     """:meth:`nrad.calibration.TailModel.fit` with its choices open: ``average`` (the shapes averaged
     for the final fit, or the most likely one), ``steps`` (rounds of putting left-out scores back
@@ -185,7 +212,10 @@ def fit_tail(
         return none
     trimmed = 0 if trim is None else cal._trimmed(calib, k, trim, max_shape)
     for _ in range(steps if trimmed else 0):
-        tail = cal.TailModel._fit_below(calib, knots, at_least, k, trimmed, max_shape, average=False)
+        if light:
+            tail = judge_light(calib, knots, at_least, k, trimmed, max_shape)
+        else:
+            tail = cal.TailModel._fit_below(calib, knots, at_least, k, trimmed, max_shape, average=False)
         if tail is None:
             break
         outliers = int(np.sum(tail.p_values(calib[n - trimmed :]) * n <= level))
@@ -203,7 +233,8 @@ def channel_p_values(data: dict[str, np.ndarray], in_sample: bool, variant: str)
     ``cavg``: for the row channels or the cells only), ``steps`` (rounds of putting back left-out
     scores that are no outliers at ``level``), ``score``, ``distance``, ``cells`` (in-sample
     trims, least share), ``scale`` (``surprise`` or ``abs``: the scale a cell's residual is read
-    on), ``row_max``, ``cell_max`` (largest shapes).  The shipped calibration is
+    on), ``row_max``, ``cell_max`` (largest shapes), ``light`` (1: who is an outlier is judged with shape 0
+    unless a likelihood-ratio test finds a heavier one; ``rlight``, ``clight``: rows or cells only).  The shipped calibration is
     ``avg=1,steps=5``.
     """
     from nrad.cells import _surprise
@@ -218,10 +249,12 @@ def channel_p_values(data: dict[str, np.ndarray], in_sample: bool, variant: str)
     row_avg = opts.get("ravg", opts.get("avg", "0")) == "1"
     cell_avg = opts.get("cavg", opts.get("avg", "0")) == "1"
     steps, level = int(opts.get("steps", 0)), float(opts.get("level", 0.1))
+    light_rows, light_cells = (opts.get(key, opts.get("light", "0")) == "1" for key in ("rlight", "clight"))
 
     def fit(scores: np.ndarray, trim: float | None, max_shape: float, gap: float = 0.0, cell: bool = False) -> Any:
         t = None if not in_sample or trim is None else (trim, max(trim, gap))
-        return fit_tail(scores, t, max_shape, cell_avg if cell else row_avg, steps, level)
+        return fit_tail(scores, t, max_shape, cell_avg if cell else row_avg, steps, level,
+                        light_cells if cell else light_rows)  # fmt: skip
 
     out = [fit(data["cal_score"], score_trim, row_max).p_values(data["score"])[:, None]]
     if "cal_distance" in data:
