@@ -1,7 +1,8 @@
 """Where `default` lost AUROC on a few benchmark tables: the table model with one reading switched off.
 
 Variants (module constants set for the run; research only):
-``base`` (as shipped), ``nospike`` (no numeric column read as a spike plus a number).
+``base`` (as shipped), ``nospike`` (no numeric column read as a spike plus a number),
+``nodist`` (the robust distance out of the fused score), ``nodist+nospike``.
 
 Usage::
 
@@ -24,16 +25,21 @@ from nrad.bench.settings import make_split
 
 def run(path: object, setting: str, seed: int, variant: str) -> float:
     import nrad.preprocess as pre
+    from nrad.table import TableModel
 
-    saved = pre.SPIKE_SHARE, pre.EDGE_SPIKE_SHARE
-    if variant == "nospike":
+    saved = pre.SPIKE_SHARE, pre.EDGE_SPIKE_SHARE, TableModel.members
+    if "nospike" in variant:
         pre.SPIKE_SHARE = pre.EDGE_SPIKE_SHARE = 2.0
+    if "nodist" in variant:
+        TableModel.members = lambda self, z, folds=None: np.column_stack(  # noqa: E731
+            [self.fusion.members(z, folds), np.zeros(len(z))]
+        )
     try:
         split = make_split(load_dataset(path), setting, seed)
         det = _table_detector(seed, "fused").fit(split.X_train)
         return float(roc_auc_score(split.y_test, det.transductive_score(split.X_test)))
     finally:
-        pre.SPIKE_SHARE, pre.EDGE_SPIKE_SHARE = saved
+        pre.SPIKE_SHARE, pre.EDGE_SPIKE_SHARE, TableModel.members = saved
 
 
 def main() -> None:

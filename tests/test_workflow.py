@@ -76,6 +76,7 @@ def test_score_keeps_the_index_so_join_lines_rows_up(table: tuple[Path, pd.DataF
 
 def test_dir_of_the_package_shows_its_names() -> None:
     assert {"NRDE", "TableDetector", "fit_table", "__version__"} <= set(dir(nrad))
+    assert not [name for name in dir(nrad) if name[0].isupper() and name not in nrad.__all__]  # no stray imports
 
 
 def test_table_detector_decision_function_has_scikit_learns_sign(table: tuple[Path, pd.DataFrame]) -> None:

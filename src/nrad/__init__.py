@@ -10,14 +10,14 @@ arrays; ``fit_predict(table)`` is ``nrad detect``'s flags).
 anomalous, labels 0 / 1).
 """
 
-from typing import Any
+from typing import Any as _Any
 
 __version__ = "0.1.0"
 
 __all__ = ["NRDE", "TableDetector", "fit_table", "__version__"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     # NRDE and fit_table (and with them torch, slow to import) are imported on first
     # use, so that ``nrad --help`` and the light commands start at once.
     if name == "NRDE":
@@ -37,4 +37,4 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     # The lazy names above, for tab completion and dir(nrad).
-    return sorted([*globals(), *__all__])
+    return sorted({*(name for name in globals() if not name.startswith("_")), *__all__})

@@ -969,7 +969,7 @@ def make_lab_panel(
     }
     df = pd.DataFrame(frame)
     # Analytes a ward does not order, and cells missing at random.
-    for k, name in enumerate(names[:12]):
+    for name in names[:12]:
         skip = np.isin(ward, world.choice(8, size=2, replace=False)) & (rng.random(n) < 0.8)
         df.loc[skip, name] = np.nan
     rare = np.flatnonzero((icu > 0) | (transfused > 0))

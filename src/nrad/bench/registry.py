@@ -138,8 +138,8 @@ register(
     "default",
     lambda seed, d: _table_detector(seed, "fused"),
     score="transductive_score",
-    note="what nrad detect runs: the table model's density (category and numeric scaling, cross-fitted "
-    "NRDE flows) fused with cross-fitted k-NN and isolation scores",
+    note="what nrad detect runs: the table model's density (category model, the numbers' conditional "
+    "model, cross-fitted NRDE flows) fused with cross-fitted k-NN, isolation and robust-distance scores",
 )
 register(
     "table-nrde",
