@@ -89,3 +89,15 @@ def test_a_column_seen_in_few_rows_is_left_out_of_the_distance() -> None:
     assert g.distance(row)[0] == pytest.approx(g.distance(np.r_[z[20], g.location[4]][None])[0])
     meta, arrays = g.to_state("g.")
     assert RobustGaussian.from_state(meta, arrays, "g.", 5).sparse.tolist() == g.sparse.tolist()
+
+
+def test_in_a_small_table_no_column_is_sparse() -> None:
+    # 60 rows, every cell seen: each column is seen in fewer than MIN_OBSERVED rows, yet none is
+    # sparse, and a far row is far (a 75-row table once had every distance 0).
+    rng = np.random.default_rng(3)
+    z = rng.normal(size=(60, 4))
+    z[0] = 8.0
+    g = RobustGaussian.fit(z, np.ones(z.shape, dtype=bool))
+    assert g.sparse is None
+    d = g.distance(z)
+    assert d[0] > 50 and np.median(d[1:]) < 5

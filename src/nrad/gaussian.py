@@ -52,8 +52,11 @@ REWEIGHT_QUANTILE = 0.975
 SHRINKAGE = 0.05
 #: Predictors enter a cell's residual clipped to this many sd.
 PREDICTOR_CLIP = 4.0
-#: A column seen (not absent) in fewer rows than this is modelled as independent of the others.
+#: A column seen (not absent) in fewer rows than this, and in fewer than SPARSE_SHARE of the rows,
+#: is modelled as independent of the others (a spike's other values, a column mostly missing; in a
+#: small table every column is seen in few rows, and none of them is sparse).
 MIN_OBSERVED = 100
+SPARSE_SHARE = 0.5
 #: At most this many rows are used to fit (a random subset beyond).
 MAX_FIT_ROWS = 20_000
 
@@ -66,8 +69,8 @@ class RobustGaussian:
     precision: np.ndarray  # (p, p)
     #: log det of the scatter, for the log-density.
     log_det: float
-    #: Columns seen in fewer than MIN_OBSERVED rows (a spike's other values, a column mostly
-    #: missing): independent of the others, and left out of the distance (None: none).
+    #: Columns seen in few rows (``MIN_OBSERVED``, ``SPARSE_SHARE``: a spike's other values, a column
+    #: mostly missing): independent of the others, and left out of the distance (None: none).
     sparse: np.ndarray | None = None
 
     @property
@@ -121,7 +124,8 @@ class RobustGaussian:
         # cells of the rows where it is seen off.  It is modelled as independent of them.
         # Its variance is that of the cells seen: the filled ones, all alike, would make a value
         # a little off the few seen ones look thousands of sd away.
-        sparse = seen.sum(axis=0) < MIN_OBSERVED
+        counts = seen.sum(axis=0)
+        sparse = (counts < MIN_OBSERVED) & (counts < SPARSE_SHARE * len(z))
         if sparse.any():
             keep = np.diag(np.where(sparse, np.maximum(np.diag(cov), floor), np.diag(cov)))
             cov = np.where(sparse[:, None] | sparse[None, :], keep, cov)
