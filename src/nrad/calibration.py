@@ -111,11 +111,7 @@ class TailModel:
 
     @classmethod
     def fit(
-        cls,
-        scores: np.ndarray,
-        trim: tuple[float, float] | None = None,
-        max_shape: float = MAX_SHAPE,
-        judge_light: bool = False,
+        cls, scores: np.ndarray, trim: tuple[float, float] | None = None, max_shape: float = MAX_SHAPE
     ) -> TailModel:
         """Fit to calibration ``scores``.
 
@@ -124,8 +120,6 @@ class TailModel:
         (:func:`gap_trim`); for scores that may hold the anomalies being
         scored (a table scored against itself).  None: every score is fitted
         (calibration rows believed normal).  ``max_shape``: the heaviest tail allowed.
-        ``judge_light``: who of the left-out scores is an outlier is judged by a tail of shape 0
-        unless a likelihood-ratio test finds a heavier one (see :func:`shape_posterior`).
         """
         calib = np.sort(np.asarray(scores, dtype=np.float64))
         calib = calib[np.isfinite(calib)]
@@ -141,15 +135,10 @@ class TailModel:
         # Inward: a left-out score that the tail fitted without it does not call an outlier (at
         # OUTLIER_LEVEL over the table) is put back, and the tail refitted.  What is left out at the
         # end stands beyond any tail the other scores allow; a heavy tail's natural extremes are
-        # fitted, not extrapolated over.  Who is an outlier is judged by the most likely shape (or,
-        # ``judge_light``, by shape 0 unless the data reject it: a cell's values in context are
-        # near Gaussian, and the few hundred excesses below the left-out ones cannot tell a shape
-        # of 0.1 from 0, which decides whether a value 8 sd out is an outlier at n = 2,000); the
-        # p-values then come from the shapes averaged (see shape_posterior).
+        # fitted, not extrapolated over.  Who is an outlier is judged by the most likely shape;
+        # the p-values then come from the shapes averaged (see shape_posterior).
         for _ in range(INWARD_STEPS if trimmed else 0):
-            tail = cls._fit_below(
-                calib, knots, at_least, k, trimmed, max_shape, average=False, prefer_light=judge_light
-            )
+            tail = cls._fit_below(calib, knots, at_least, k, trimmed, max_shape, average=False)
             if tail is None:
                 break
             # p falls as the score rises: the outliers are the top ones.
@@ -170,30 +159,20 @@ class TailModel:
         trimmed: int,
         max_shape: float,
         average: bool = True,
-        prefer_light: bool = False,
     ) -> TailModel | None:
         """The tail fitted to the sorted ``calib`` without its top ``trimmed`` scores (None: no fit);
-        ``average``: over the shapes (else the most likely one; ``prefer_light``: shape 0 unless a
-        likelihood-ratio test finds a heavier one)."""
+        ``average``: over the shapes (else the most likely one)."""
         n = calib.size
         # The tail keeps its usual size below the scores left out.
         if trimmed:
-            k = int(
-                min(trimmed + max(round(TAIL_SHARE * (n - trimmed)), min(MIN_TAIL, n - trimmed - 1)), n - 1)
-            )
+            k = int(min(trimmed + max(round(TAIL_SHARE * (n - trimmed)), min(MIN_TAIL, n - trimmed - 1)), n - 1))
         threshold = float(calib[n - k - 1])
         top = n - trimmed
         # Truncated where the trimmed scores begin: the fit conditions on lying below the smallest
         # of them and knows nothing else of them, not even their count (a censored fit would count
         # them, so that anomalies among them would still make the tail heavier).
         cut = float(calib[top] - threshold) if trimmed else None
-        fitted = shape_posterior(
-            calib[n - k : top] - threshold,
-            cut,
-            max_shape=max_shape,
-            average=average,
-            prefer_light=prefer_light,
-        )
+        fitted = shape_posterior(calib[n - k : top] - threshold, cut, max_shape=max_shape, average=average)
         if fitted is None:
             return None
         tail = cls(knots, at_least, n, threshold, k, *fitted, n_trimmed=trimmed)

@@ -116,9 +116,7 @@ class NumericCellTests:
             t, r = residuals[:, j], values[:, j]
             seen = np.isfinite(t) & np.isfinite(r)
             if seen.any():
-                given_row[seen, j] = _two_sided(
-                    self.upper[j], self.lower[j], _surprise(t[seen]), _surprise(-t[seen])
-                )
+                given_row[seen, j] = _two_sided(self.upper[j], self.lower[j], _surprise(t[seen]), _surprise(-t[seen]))
                 in_context[seen, j] = _two_sided(self.value_upper[j], self.value_lower[j], r[seen], -r[seen])
         return given_row, in_context
 
@@ -161,8 +159,8 @@ def _side_tails(
             upper.append(_ranks_only(high))
             lower.append(_ranks_only(low))
             continue
-        upper.append(TailModel.fit(high, trim, CELL_MAX_SHAPE, judge_light=True))
-        lower.append(TailModel.fit(low, trim, CELL_MAX_SHAPE, judge_light=True))
+        upper.append(TailModel.fit(high, trim, CELL_MAX_SHAPE))
+        lower.append(TailModel.fit(low, trim, CELL_MAX_SHAPE))
     return upper, lower
 
 
@@ -207,9 +205,7 @@ class LatticeWalls:
             piled = counts >= WALL_SHARE * len(x)
             inner_up = np.r_[counts[1:], 0]  # the next value towards the middle, from below ...
             inner_down = np.r_[0, counts[:-1]]  # ... and from above
-            lows = np.flatnonzero(
-                piled & (below <= allowed) & ((counts >= WALL_RATIO * inner_up) | (levels == 0))
-            )
+            lows = np.flatnonzero(piled & (below <= allowed) & ((counts >= WALL_RATIO * inner_up) | (levels == 0)))
             highs = np.flatnonzero(piled & (above <= allowed) & (counts >= WALL_RATIO * inner_down))
             low[j] = levels[lows[0]] if len(lows) else np.nan
             high[j] = levels[highs[-1]] if len(highs) else np.nan
@@ -225,10 +221,7 @@ class LatticeWalls:
 
     @classmethod
     def from_state(cls, arrays: dict[str, np.ndarray], prefix: str, p: int) -> LatticeWalls:
-        got = [
-            np.asarray(arrays[f"{prefix}{name}"], dtype=np.float64).reshape(-1)
-            for name in ("low", "high", "half_step")
-        ]
+        got = [np.asarray(arrays[f"{prefix}{name}"], dtype=np.float64).reshape(-1) for name in ("low", "high", "half_step")]
         if any(len(a) != p for a in got):
             raise ValueError(f"lattice walls must have one entry per numeric feature ({p})")
         return cls(*got)
