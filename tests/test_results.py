@@ -11,6 +11,7 @@ from nrad.results import (
     as_strong_as,
     beside_input,
     check_explain,
+    nothing_flagged_note,
     rows_to_explain,
     strongest,
     strongest_first,
@@ -65,3 +66,18 @@ def test_explain_mode_is_checked() -> None:
     assert check_explain("all") == "all"
     with pytest.raises(NradError, match="flagged, all, none"):
         check_explain("some")
+
+
+def test_nothing_flagged_says_what_a_flag_needs_and_the_level_that_would_flag() -> None:
+    from nrad.flags import FlagRule
+
+    rule = FlagRule.of(fdr=0.1)
+    p = np.array([0.004, 0.006, 0.5, 0.9])  # n = 40 rows: BH at 0.1 needs p <= 0.0025 for one flag
+    (note,) = nothing_flagged_note(rule, p, 40, 0)
+    assert "at most 0.0025" in note and "--fdr 0.12 would flag" in note  # min(40 * 0.004, 40 * 0.006 / 2)
+    assert rule.flags(np.r_[p, np.ones(36)]).sum() == 0
+    assert FlagRule.of(fdr=0.12).flags(np.r_[p, np.ones(36)]).sum() == 2
+    assert nothing_flagged_note(rule, p, 40, 1) == []  # something was flagged
+    assert nothing_flagged_note(FlagRule.of(contamination=0.1), p, 40, 0) == []
+    (far,) = nothing_flagged_note(rule, np.array([0.5]), 4, 0)
+    assert "too small" in far

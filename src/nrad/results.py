@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from nrad.errors import NradError
+from nrad.flags import FlagRule
 
 if TYPE_CHECKING:
     from nrad.table import TableModel
@@ -116,3 +117,25 @@ def notes_for(model: TableModel) -> list[str]:
                      "give --feature NAME to keep one as a feature")  # fmt: skip
     notes += [c.note for c in model.schema.columns if c.note]
     return notes
+
+
+def nothing_flagged_note(rule: FlagRule, p_values: np.ndarray, n_rows: int, n_flagged: int) -> list[str]:
+    """When Benjamini-Hochberg flags nothing: what a flag needs at this table size, and the FDR at
+    which the strongest rows would be flagged.
+
+    ``p_values``: every row's, or only the strongest rows' (a streamed run keeps those): BH flags
+    the ``k`` smallest at level ``min_k n p_(k) / k``, and that minimum over fewer rows is still a
+    level that flags them.
+    """
+    if rule.kind != "fdr" or n_flagged or n_rows == 0:
+        return []
+    p = np.sort(np.asarray(p_values, dtype=np.float64)[np.isfinite(p_values)])
+    if not len(p):
+        return []
+    level = float(np.min(p * n_rows / np.arange(1, len(p) + 1)))
+    needs = f"at {n_rows:,} rows a row needs a p-value of at most {rule.level / n_rows:.2g} to be flagged"
+    if level >= 1:
+        return [f"nothing flagged at FDR {rule.level:g}: {needs}, and no row comes near (smallest p-value "
+                f"{p[0]:.2g}); the table may be too small for flags"]  # fmt: skip
+    return [f"nothing flagged at FDR {rule.level:g}: {needs} (the smallest here: {p[0]:.2g}); "
+            f"--fdr {level:.2g} would flag the strongest rows"]  # fmt: skip

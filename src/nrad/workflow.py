@@ -12,12 +12,13 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from nrad.errors import NradError
 from nrad.flags import FlagRule
 from nrad.io import read_table, write_table
-from nrad.results import Outcome, beside_input, check_explain, notes_for
+from nrad.results import Outcome, beside_input, check_explain, notes_for, nothing_flagged_note
 from nrad.stream import BATCH_ROWS, SAMPLE_ROWS, sample_table, score_file
 from nrad.table import TableModel, fit_table
 
@@ -130,9 +131,14 @@ def score_data(
     ):
         progress(f"scoring {data} in batches of at most {batch_rows:,} rows")
         result = score_file(model, data, out, rule, explain, batch_rows, with_input)
-        return Outcome(result.top, result.counts, rule.describe(), [Path(out)], None,
-                       [*notes, *notes_for(model)], result.n_rows, result.n_flagged,
-                       units=model.score_units)  # fmt: skip
+        top_p = result.top["p_value"].to_numpy() if "p_value" in result.top else np.zeros(0)
+        notes = [
+            *notes,
+            *notes_for(model),
+            *nothing_flagged_note(rule, top_p, result.n_rows, result.n_flagged),
+        ]
+        return Outcome(result.top, result.counts, rule.describe(), [Path(out)], None, notes,
+                       result.n_rows, result.n_flagged, units=model.score_units)  # fmt: skip
     df = data if isinstance(data, pd.DataFrame) else read_table(data)
     labels = None
     if label_column is not None:
@@ -148,6 +154,9 @@ def score_data(
     progress(f"scoring {len(df)} rows")
     scored, counts = model.score(df, rule=rule, explain=explain, what=str(data), in_sample=in_sample)
     notes = [*notes, *notes_for(model)]
+    if "p_value" in scored:
+        n_flagged = int(scored["flagged"].sum())
+        notes += nothing_flagged_note(rule, scored["p_value"].to_numpy(), len(scored), n_flagged)
     written = []
     if out is not None:
         written.append(write_table(beside_input(df, scored, model.id_column) if with_input else scored, out))
