@@ -26,19 +26,17 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from timing import run  # the same /usr/bin/time runner (benchmarks/timing.py)
 
 from nrad import synthetic
 from nrad.explain import first_feature
 
-NRAD = [sys.executable, "-c", "from nrad.cli import main; main()"]
 IDS = {
     "transactions": "txn_id",
     "issue-kinds": "txn_id",
@@ -58,17 +56,6 @@ def make(family: str, rows: int, anomalies: int, seed: int) -> synthetic.Planted
     if family == "issue-kinds":
         return synthetic.make_transactions(rows, anomalies, random_state=seed, kinds=ISSUE_KINDS)
     return synthetic.FAMILIES[family](rows, anomalies, random_state=seed)
-
-
-def run(args: list[str], cwd: Path) -> tuple[float, float]:
-    """Run one nrad command under /usr/bin/time; return (seconds, peak RSS in MiB)."""
-    stats = cwd / ".time"
-    res = subprocess.run(["/usr/bin/time", "-f", "%e %M", "-o", str(stats), *NRAD, *args], cwd=cwd,
-                         capture_output=True, text=True)  # fmt: skip
-    if res.returncode != 0:
-        raise RuntimeError(f"nrad {' '.join(args)} failed:\n{res.stderr}")
-    seconds, kib = stats.read_text().split()[-2:]
-    return float(seconds), float(kib) / 1024
 
 
 def judge(scores: pd.DataFrame, truth: pd.DataFrame) -> dict[str, Any]:
