@@ -91,6 +91,7 @@ def test_score_command_on_a_dask_cluster(
     assert not list(tmp_path.glob(".out.*"))  # scratch removed
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("processes", [False, True], ids=["threads", "processes"])
 def test_score_to_parquet_starts_its_own_local_cluster(
     processes: bool, model: TableModel, data: pd.DataFrame, tmp_path: Path

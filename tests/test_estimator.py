@@ -69,6 +69,7 @@ def test_arrays_and_bad_parameters() -> None:
         TableDetector(fdr=2.0).fit(X)
 
 
+@pytest.mark.slow
 def test_check_estimator_fails_only_where_the_table_model_differs_by_design() -> None:
     from sklearn.utils.estimator_checks import check_estimator
 

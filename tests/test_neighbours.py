@@ -36,6 +36,7 @@ def test_duplicate_reference_rows_and_exact_hits() -> None:
     assert (got[:50] == 0.0).all()
 
 
+@pytest.mark.slow
 def test_a_rows_distance_does_not_depend_on_the_other_rows() -> None:
     rng = np.random.default_rng(2)
     search = NeighbourSearch(rng.normal(size=(4096, 20)), 5)

@@ -139,6 +139,7 @@ def test_an_output_over_an_input_is_refused_and_nothing_changes(tmp_path: Path, 
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("umask", [0o022, 0o077])
 def test_outputs_take_the_users_permissions(tmp_path: Path, umask: int) -> None:
     messy_csv(tmp_path / "t.csv")
@@ -162,6 +163,7 @@ def test_a_table_too_narrow_for_its_width_is_refused_within_seconds(tmp_path: Pa
     assert time.perf_counter() - start < 120
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     not (shutil.which("chromium") and shutil.which("chromedriver")),
     reason="needs Debian chromium + chromium-driver (.ci/run installs them)",
@@ -197,6 +199,7 @@ def test_report_renders_in_headless_chromium(workdir: Path) -> None:
         driver.quit()
 
 
+@pytest.mark.slow
 def test_nrde_alone_is_one_flag_away_and_each_says_its_units(workdir: Path) -> None:
     runs = {}
     for detector in ("fused", "nrde"):

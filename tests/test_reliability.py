@@ -19,6 +19,7 @@ from nrad.errors import FitDivergedError
 NRAD = [sys.executable, "-c", "from nrad.cli import main; main()"]
 
 
+@pytest.mark.slow
 def test_sigkill_mid_write_leaves_no_file_under_the_final_name(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     pd.DataFrame(rng.normal(size=(300, 4)), columns=list("abcd")).to_csv(tmp_path / "train.csv", index=False)
@@ -40,6 +41,7 @@ def test_sigkill_mid_write_leaves_no_file_under_the_final_name(tmp_path: Path) -
     assert len(pd.read_csv(tmp_path / "out.csv")) == 15_000
 
 
+@pytest.mark.slow
 def test_same_seed_gives_bit_identical_scores_across_processes(tmp_path: Path) -> None:
     script = (
         "import numpy as np, sys; from nrad import NRDE\n"

@@ -166,6 +166,7 @@ def test_a_failure_mid_stream_leaves_no_output_and_no_spill(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv", "out.csv"]
 
 
+@pytest.mark.slow
 def test_sigkill_while_streaming_leaves_no_file_under_the_final_name(
     tmp_path: Path, model: TableModel
 ) -> None:
