@@ -77,7 +77,7 @@ class FlagRule:
             return Cutoff(bh_cutoff(np.concatenate(kept) if kept else np.zeros(0), n_rows, self.level))
         k = int(np.ceil(self.level * n_rows))
         if k == 0:
-            return Cutoff(np.inf, tuple(0 for _ in chunks()))
+            return Cutoff(np.inf)  # nothing to flag: no pass over the chunks (apply reads no ties)
         kth = kth_largest(lambda: (np.asarray(v, dtype=np.float64) for v in chunks()), k)
         tied = [(int((v > kth).sum()), int((v == kth).sum())) for v in chunks()]
         left = k - sum(above for above, _ in tied)
