@@ -31,7 +31,7 @@ def channels(model, df: pd.DataFrame, in_sample: bool) -> pd.DataFrame:
     folds = model.training_folds(len(df)) if in_sample else None
     scores, z, _ = model.score_prepared(prep, folds)
     distance = distance_statistic(model.gaussian_distance(z, folds), z.shape[1])
-    residuals = model.cell_residuals(prep, z, folds)
+    residuals = model.cell_residuals(prep, folds)
     values = model.cell_values(prep)
     tails = model.own_tails if in_sample else model.tails
     p_row = tails.row.p_values(scores)

@@ -41,7 +41,7 @@ def shapes(name: str, seed: int) -> list[dict]:
         out.append(
             {"channel": "robust distance", "shape": TailModel.fit(distance, max_shape=LIFTED).shapes[0]}
         )
-        residuals = model.cell_residuals(prep, z, model.folds)
+        residuals = model.cell_residuals(prep, model.folds)
         for j in range(residuals.shape[1]):
             t = residuals[:, j][np.isfinite(residuals[:, j])]
             if len(t) >= 100:

@@ -64,7 +64,7 @@ def statistics(model: Any, frame: pd.DataFrame, in_sample: bool) -> dict[str, np
     return {
         "score": scores,
         "distance": distance_statistic(model.gaussian_distance(z, folds), z.shape[1]),
-        "residuals": model.cell_residuals(prep, z, folds),
+        "residuals": model.cell_residuals(prep, folds),
         "values": model.cell_values(prep),
         "categories": cats,
     }

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from nrad.gaussian import RobustGaussian
+from nrad.gaussian import Relations, RobustGaussian
 
 
 def _correlated(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -101,3 +101,51 @@ def test_in_a_small_table_no_column_is_sparse() -> None:
     assert g.sparse is None
     d = g.distance(z)
     assert d[0] > 50 and np.median(d[1:]) < 5
+
+
+def _age_and_birth_year(n: int, rng: np.random.Generator) -> np.ndarray:
+    """A skewed age and the birth year that follows it exactly (up to a year), with a third column."""
+    age = np.clip(rng.gamma(6.0, 9.0, n), 18, 99).round()
+    birth = 2023 - age - (rng.random(n) < 0.5) + rng.uniform(-0.5, 0.5, n)
+    return np.column_stack([age + rng.uniform(-0.5, 0.5, n), birth, rng.normal(size=n)])
+
+
+def test_relations_hold_out_to_the_oldest_row_and_find_a_contradiction() -> None:
+    rng = np.random.default_rng(5)
+    y = _age_and_birth_year(3000, rng)
+    folds = np.arange(3000) % 3
+    relations = Relations.fit(y, folds, np.ones(3000, dtype=bool), seed=0)
+    oldest = np.argsort(y[:, 0])[-20:]
+    t = relations.residuals(relations.gaussians[0], relations.standardize(y))
+    # The oldest rows are as far along the relation as anyone, and on it.
+    assert np.abs(t[oldest, :2]).max() < 5.0
+    wrong = y[:1].copy()
+    wrong[0, 0], wrong[0, 1] = 30.0, 1953.0  # 40 years off each other, both values typical
+    t_wrong = relations.residuals(relations.gaussians[0], relations.standardize(wrong))
+    assert np.abs(t_wrong[0, :2]).min() > 6.0
+    assert abs(t_wrong[0, 2]) < 3.0  # the unrelated column is not pushed off
+
+
+def test_a_wild_predictor_enters_no_further_than_its_training_values() -> None:
+    rng = np.random.default_rng(6)
+    y = _age_and_birth_year(2000, rng)
+    relations = Relations.fit(y, np.arange(2000) % 2, np.ones(2000, dtype=bool), seed=0)
+    wild = y[:1].copy()
+    wild[0, 1] += 200.0  # a year typo
+    t = relations.residuals(relations.gaussians[0], relations.standardize(wild))
+    assert abs(t[0, 1]) > 1.5 * abs(t[0, 0])  # the typo's own cell takes the most blame
+
+
+def test_relations_state_round_trip_and_refusal() -> None:
+    rng = np.random.default_rng(7)
+    y = _age_and_birth_year(600, rng)
+    y[rng.random(y.shape) < 0.05] = np.nan
+    relations = Relations.fit(y, np.arange(600) % 2, np.ones(600, dtype=bool), seed=1)
+    meta, arrays = relations.to_state("r.")
+    back = Relations.from_state(meta, arrays, "r.", 3)
+    u = relations.standardize(y)
+    for a, b in zip(relations.gaussians, back.gaussians, strict=True):
+        np.testing.assert_array_equal(relations.residuals(a, u), back.residuals(b, u))
+    arrays["r.scale"] = np.array([1.0, 0.0, 1.0])
+    with pytest.raises(ValueError, match="positive"):
+        Relations.from_state(meta, arrays, "r.", 3)

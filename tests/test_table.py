@@ -115,3 +115,23 @@ def test_a_model_without_calibration_refuses_an_fdr(model: TableModel) -> None:
         uncalibrated.score(frame(40, 6), fdr=0.1)
     out, _ = uncalibrated.score(frame(40, 6), contamination=0.1, explain="none")
     assert out["flagged"].sum() == 4
+
+
+def test_an_exact_relation_read_per_category_holds_for_its_farthest_rows() -> None:
+    """An age and the birth year that follows it, in a table where one ward holds only the old (its
+    ages read in context are far more spread out than the others'): the oldest rows are on the
+    relation, not off it; a birth year that contradicts its age is flagged, naming one of the two."""
+    rng = np.random.default_rng(3)
+    n = 2000
+    ward = rng.choice(["medicine", "surgery", "geriatric"], n, p=[0.5, 0.4, 0.1])
+    age = np.clip(rng.gamma(6.0, 9.0, n), 18, 99).round()
+    age = np.where(ward == "geriatric", np.maximum(age, 70), age)
+    df = pd.DataFrame({"ward": ward, "age": age.astype(int), "birth_year": (2023 - age - (rng.random(n) < 0.5)).astype(int),
+                       "weight": rng.normal(75, 12, n).round(1)})  # fmt: skip
+    df.loc[7, ["age", "birth_year"]] = [35, 1950]  # 38 years apart, each value typical
+    model = fit_table(df, random_state=0, max_epochs=5)
+    out, _ = model.score(df, fdr=0.1, in_sample=True, explain="flagged")
+    assert out["flagged"].iloc[7]
+    assert out["top_features"].iloc[7].split(" (")[0] in ("age", "birth_year")
+    oldest = np.argsort(-df["age"].to_numpy())[:30]
+    assert not out["flagged"].iloc[oldest].any()

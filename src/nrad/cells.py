@@ -46,9 +46,13 @@ MIN_CELL_VALUES = 100
 #: When the cells may hold the anomalies scored (a table scored against itself), each side's fit
 #: leaves out its top 1% of the rows: a few gross values per column.
 CELL_TRIM = (0.01, 0.01)
-#: A cell's residual tails may be heavier than a row's log-density (results/FDR.md lists the
-#: shapes fitted on clean tables): the largest shape their fits may take.
+#: A cell's tails may be heavier than a row's log-density (results/FDR.md lists the shapes fitted
+#: on clean tables): the largest shape their fits may take.  A value's tail (in its column's
+#: units) of shape 0.5 is that of Student's t with 2 degrees of freedom, the heaviest with a
+#: variance; a residual is read as a Gaussian surprise ``-log P(T > t)``, about ``t^2 / 2``,
+#: which doubles a power tail's shape: the same t noise gives it shape 1.
 CELL_MAX_SHAPE = 0.5
+CELL_RESIDUAL_MAX_SHAPE = 2 * CELL_MAX_SHAPE
 #: A lattice column (counts, ratings, scores) has a wall at its most extreme value (0 visits, a
 #: rating of 5 of 5) when that value holds at least this share of its values ...
 WALL_SHARE = 0.01
@@ -90,8 +94,8 @@ class NumericCellTests:
     ) -> NumericCellTests:
         """From (n, p) out-of-fold residuals of the training rows and their (n, p) values in
         context (NaN where the cell is absent); ``trim``: see :meth:`nrad.calibration.TailModel.fit`."""
-        upper, lower = _side_tails(residuals, _surprise, trim)
-        value_upper, value_lower = _side_tails(values, np.asarray, trim)
+        upper, lower = _side_tails(residuals, _surprise, trim, CELL_RESIDUAL_MAX_SHAPE)
+        value_upper, value_lower = _side_tails(values, np.asarray, trim, CELL_MAX_SHAPE)
         return cls(upper, lower, value_upper, value_lower)
 
     @property
@@ -145,7 +149,7 @@ _SIDES = ("upper", "lower", "value_upper", "value_lower")
 
 
 def _side_tails(
-    stats: np.ndarray, statistic: Any, trim: tuple[float, float] | None
+    stats: np.ndarray, statistic: Any, trim: tuple[float, float] | None, max_shape: float
 ) -> tuple[list[TailModel], list[TailModel]]:
     """Per column of ``stats``, the tails of ``statistic(t)`` (upper side) and ``statistic(-t)``."""
     upper, lower = [], []
@@ -159,8 +163,8 @@ def _side_tails(
             upper.append(_ranks_only(high))
             lower.append(_ranks_only(low))
             continue
-        upper.append(TailModel.fit(high, trim, CELL_MAX_SHAPE))
-        lower.append(TailModel.fit(low, trim, CELL_MAX_SHAPE))
+        upper.append(TailModel.fit(high, trim, max_shape))
+        lower.append(TailModel.fit(low, trim, max_shape))
     return upper, lower
 
 

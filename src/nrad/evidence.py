@@ -155,7 +155,7 @@ def row_p_values(
         else None
     )
     cells = (
-        (model.cell_residuals(prep, z, folds), model.cell_values(prep)) if tails.cells is not None else None
+        (model.cell_residuals(prep, folds), model.cell_values(prep)) if tails.cells is not None else None
     )
     log_p = tails.row_log_p_values(scores, density, distance)
     n_rows = log_p.shape[1]

@@ -36,9 +36,12 @@ them, each standardized in its context):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats
+
+from nrad.numeric import LATTICE_MIN_LEVELS
 
 #: Share of the rows the MCD fits (its breakdown point is 1 - this).
 SUPPORT = 0.75
@@ -59,6 +62,16 @@ MIN_OBSERVED = 100
 SPARSE_SHARE = 0.5
 #: At most this many rows are used to fit (a random subset beyond).
 MAX_FIT_ROWS = 20_000
+#: A predictor's bound in :meth:`Relations.residuals`: this margin times the RELATION_RANK-th
+#: largest absolute standardized training value of its column (a few wild values do not set it;
+#: a skewed column's legitimate far values, up to twice the fifth largest, are inside it).
+RELATION_RANK = 5
+RELATION_MARGIN = 2.0
+#: The shrinkage of the Gaussians cells' residuals are read from: small, because shrinkage bends
+#: a relation towards the column's mean, so a row far along an exact relation (the highest LDL,
+#: which is its total cholesterol minus the rest) would sit off it in proportion to how far out
+#: it is.  Dequantized counts and rounded values keep the scatter invertible.
+RELATION_SHRINKAGE = 0.001
 
 
 @dataclass
@@ -79,7 +92,11 @@ class RobustGaussian:
 
     @classmethod
     def fit(
-        cls, z: np.ndarray, rng: np.random.Generator | None = None, observed: np.ndarray | None = None
+        cls,
+        z: np.ndarray,
+        rng: np.random.Generator | None = None,
+        observed: np.ndarray | None = None,
+        shrinkage: float = SHRINKAGE,
     ) -> RobustGaussian:
         """Fit on complete rows ``z`` (n, p): absent cells must be filled already, and ``observed``
         says which cells were seen (the filled ones, all alike, must not make a column look
@@ -98,10 +115,12 @@ class RobustGaussian:
             [np.var(z[seen[:, j], j]) if seen[:, j].sum() > 1 else np.var(z[:, j]) for j in range(p)]
         )
         floor = np.where(floor > 0, floor, 1.0)
-        shrunk = lambda rows: _shrunk(np.cov(z[rows], rowvar=False, bias=True).reshape(p, p), floor)  # noqa: E731
+        shrunk = lambda rows: _shrunk(
+            np.cov(z[rows], rowvar=False, bias=True).reshape(p, p), floor, shrinkage
+        )  # noqa: E731
         best = None
         for start in _starts(z):
-            subset = _concentrate(z, start, h, floor)
+            subset = _concentrate(z, start, h, floor, shrinkage)
             det = _log_det(shrunk(subset))
             if best is None or det < best[0]:
                 best = (det, subset)
@@ -147,22 +166,26 @@ class RobustGaussian:
         """``-log N(z; location, scatter)`` of each complete row (nats)."""
         return self.distance(z) + 0.5 * (self.log_det + self.n_features * np.log(2.0 * np.pi))
 
-    def cell_residuals(self, z: np.ndarray, raw: np.ndarray) -> np.ndarray:
+    def cell_residuals(
+        self, z: np.ndarray, raw: np.ndarray, bound: np.ndarray | float = PREDICTOR_CLIP
+    ) -> np.ndarray:
         """(n, p) conditional residual of each cell given the row's other cells, in conditional sd.
 
         ``z``: complete rows (missing cells filled, e.g. by :meth:`fill`); ``raw``: the same
-        cells unclipped (the value being judged); NaN where ``raw`` is NaN.
+        cells unclipped (the value being judged); NaN where ``raw`` is NaN.  ``bound``: the
+        predictors enter clipped to it (per column, or one for all).
         """
         if self.n_features == 0:
             return np.zeros(np.shape(raw))
-        clipped = np.clip(z, -PREDICTOR_CLIP, PREDICTOR_CLIP)
+        clipped = np.clip(z, -bound, bound)
         diag = np.diag(self.precision)
         own = np.where(np.isnan(raw), clipped, raw)
         t = (clipped - self.location) @ self.precision + diag * (own - clipped)
         return np.where(np.isnan(raw), np.nan, t / np.sqrt(diag))
 
-    def fill(self, z: np.ndarray) -> np.ndarray:
-        """Missing cells (NaN) at their conditional mean given the row's present cells."""
+    def fill(self, z: np.ndarray, bound: np.ndarray | float = PREDICTOR_CLIP) -> np.ndarray:
+        """Missing cells (NaN) at their conditional mean given the row's present cells (which
+        enter clipped to ``bound``, per column or one for all)."""
         z = np.array(z, dtype=np.float64)
         missing = np.isnan(z)
         if not missing.any():
@@ -176,7 +199,8 @@ class RobustGaussian:
             # E[z_m | z_o] = mu_m - Q_mm^-1 Q_mo (z_o - mu_o)
             q_mm = self.precision[np.ix_(m, m)]
             q_mo = self.precision[np.ix_(m, o)]
-            centred = np.clip(z[np.ix_(rows, o)], -PREDICTOR_CLIP, PREDICTOR_CLIP) - self.location[o]
+            limit = np.broadcast_to(bound, (self.n_features,))[o]
+            centred = np.clip(z[np.ix_(rows, o)], -limit, limit) - self.location[o]
             z[np.ix_(rows, m)] = self.location[m] - np.linalg.solve(q_mm, q_mo @ centred.T).T
         return z
 
@@ -227,13 +251,15 @@ def _starts(z: np.ndarray) -> list[np.ndarray]:
     return starts
 
 
-def _concentrate(z: np.ndarray, subset: np.ndarray, h: int, floor: np.ndarray) -> np.ndarray:
+def _concentrate(
+    z: np.ndarray, subset: np.ndarray, h: int, floor: np.ndarray, shrinkage: float
+) -> np.ndarray:
     """Concentration steps: refit on the subset, keep the h rows nearest, until the subset is stable."""
     p = z.shape[1]
     current = np.sort(subset)
     for _ in range(C_STEPS):
         mean = z[current].mean(axis=0)
-        cov = _shrunk(np.cov(z[current], rowvar=False, bias=True).reshape(p, p), floor)
+        cov = _shrunk(np.cov(z[current], rowvar=False, bias=True).reshape(p, p), floor, shrinkage)
         nearest = np.sort(np.argsort(_mahalanobis2(z, mean, np.linalg.inv(cov)), kind="stable")[:h])
         if len(nearest) == len(current) and np.array_equal(nearest, current):
             break
@@ -241,10 +267,10 @@ def _concentrate(z: np.ndarray, subset: np.ndarray, h: int, floor: np.ndarray) -
     return current
 
 
-def _shrunk(cov: np.ndarray, variances: np.ndarray) -> np.ndarray:
-    """``(1 - SHRINKAGE) cov + SHRINKAGE diag(variances)``, plus a tiny ridge."""
+def _shrunk(cov: np.ndarray, variances: np.ndarray, shrinkage: float) -> np.ndarray:
+    """``(1 - shrinkage) cov + shrinkage diag(variances)``, plus a tiny ridge."""
     ridge = 1e-9 * max(float(np.mean(variances)), 1e-12)
-    return (1.0 - SHRINKAGE) * cov + np.diag(SHRINKAGE * variances + ridge)
+    return (1.0 - shrinkage) * cov + np.diag(shrinkage * variances + ridge)
 
 
 def _log_det(cov: np.ndarray) -> float:
@@ -262,3 +288,164 @@ def _consistency(d2: np.ndarray, expected: float) -> float:
     sit at the centre (a median of 0 would make the scatter singular)."""
     factor = float(np.median(d2)) / expected
     return factor if np.isfinite(factor) and factor > 1e-12 else 1.0
+
+
+@dataclass
+class Relations:
+    """What each numeric cell's residual given the row's other numbers is read from.
+
+    The numbers as shaped (step 1 of :class:`nrad.numeric.NumericModel`,
+    ``y``), robustly standardized over all rows, under one robust Gaussian per
+    cross-fitting fold.  Not ``z``: its context (a location and scale per
+    level of a parent category) and its tail weight bend each column by its
+    own amount, so two columns that follow each other exactly (an age and a
+    birth year, read per ward) do not follow each other in ``z``, and the rows
+    far out (the oldest patients of the geriatric ward) would look off the
+    relation.  A value odd for its context is the cell's other test's to find.
+    """
+
+    #: Per column: median and scale (MAD, or the sd where it is 0) of the training ``y``.
+    center: np.ndarray
+    scale: np.ndarray
+    #: Per column: how far (in scales) a value enters as a predictor of the others.
+    bound: np.ndarray
+    #: One robust Gaussian per fold.
+    gaussians: list[RobustGaussian]
+    #: Reads the numbers in the table's units, not as shaped.
+    in_units: bool = False
+
+    @classmethod
+    def fit(
+        cls, y: np.ndarray, folds: np.ndarray, inside: np.ndarray, seed: int, in_units: bool = False
+    ) -> Relations:
+        """From training rows ``y`` (NaN where absent), their ``folds``, and which of them may
+        train (``inside``); each fold's Gaussian from the rows outside it."""
+        center = np.nanmedian(y, axis=0) if len(y) else np.zeros(y.shape[1])
+        center = np.nan_to_num(center)
+        mad = np.nan_to_num(np.nanmedian(np.abs(y - center), axis=0) * 1.4826)
+        sd = np.nan_to_num(np.nanstd(y, axis=0))
+        scale = np.where(mad > 0, mad, np.where(sd > 0, sd, 1.0))
+        u = (y - center) / scale
+        # A predictor goes as far as the training values go (a relation holds out to the oldest
+        # patient); a wild value (a year 200 years off) enters no further, leaving the blame on
+        # its own cell.
+        far = np.array([_largest_abs(c, RELATION_RANK) for c in u.T])
+        bound = np.maximum(PREDICTOR_CLIP, RELATION_MARGIN * far)
+        clipped = np.clip(u, -bound, bound)
+        seen = ~np.isnan(u)
+        rng = np.random.default_rng(seed + 7)
+        hot_decked = spread_levels(hot_deck(clipped, rng), seen, rng)
+        absent = spread_levels(clipped, seen, rng)
+        rows = [(folds != k) & inside for k in range(int(folds.max()) + 1)]
+        gaussians = fit_per_fold(hot_decked, absent, seen, folds, rows, seed, bound, RELATION_SHRINKAGE)
+        return cls(center, scale, bound, gaussians, in_units)
+
+    def standardize(self, y: np.ndarray) -> np.ndarray:
+        """The numbers ``y`` as the Gaussians read them (NaN stays NaN)."""
+        with np.errstate(invalid="ignore", over="ignore"):
+            return (y - self.center) / self.scale
+
+    def residuals(self, gaussian: RobustGaussian, u: np.ndarray) -> np.ndarray:
+        """(n, p) each cell's residual given the others under one fold's ``gaussian``, in conditional
+        sd (NaN where absent): absent cells enter at their conditional means, every predictor
+        within its bound."""
+        clipped = np.clip(u, -self.bound, self.bound)
+        return gaussian.cell_residuals(gaussian.fill(clipped, self.bound), u, self.bound)
+
+    def to_state(self, prefix: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        arrays = {f"{prefix}center": self.center, f"{prefix}scale": self.scale, f"{prefix}bound": self.bound}
+        metas = []
+        for k, gaussian in enumerate(self.gaussians):
+            meta, parts = gaussian.to_state(f"{prefix}{k}.")
+            metas.append(meta)
+            arrays.update(parts)
+        return {"in_units": self.in_units, "gaussians": metas}, arrays
+
+    @classmethod
+    def from_state(
+        cls, meta: dict[str, Any], arrays: dict[str, np.ndarray], prefix: str, p: int
+    ) -> Relations:
+        center, scale, bound = (
+            np.asarray(arrays[f"{prefix}{name}"], dtype=np.float64) for name in ("center", "scale", "bound")
+        )
+        for name, values in (("centers", center), ("scales", scale), ("bounds", bound)):
+            if values.shape != (p,) or not np.isfinite(values).all():
+                raise ValueError(f"the relations' {name} must be {p} finite numbers")
+        if not ((scale > 0).all() and (bound > 0).all()):
+            raise ValueError("the relations' scales and bounds must be positive")
+        gaussians = [
+            RobustGaussian.from_state(part, arrays, f"{prefix}{k}.", p)
+            for k, part in enumerate(meta["gaussians"])
+        ]
+        return cls(center, scale, bound, gaussians, bool(meta["in_units"]))
+
+
+def _largest_abs(values: np.ndarray, rank: int) -> float:
+    """The ``rank``-th largest absolute finite value (the smallest one if there are fewer; 0 if none)."""
+    seen = np.sort(np.abs(values[np.isfinite(values)]))
+    return float(seen[-min(rank, len(seen))]) if len(seen) else 0.0
+
+
+def fit_per_fold(
+    hot_decked: np.ndarray,
+    absent: np.ndarray,
+    seen: np.ndarray,
+    folds: np.ndarray,
+    rows: list[np.ndarray],
+    seed: int,
+    bound: np.ndarray | float = PREDICTOR_CLIP,
+    shrinkage: float = SHRINKAGE,
+) -> list[RobustGaussian]:
+    """Each fold's robust Gaussian from its training ``rows[k]``: first of ``hot_decked`` (absent
+    cells filled at random, which weakens the columns' relations), then refitted on ``absent``
+    with its absent cells at their conditional means under the first fit (one EM step, which
+    gives the relations back)."""
+    first = [
+        RobustGaussian.fit(hot_decked[r], np.random.default_rng(seed + k), seen[r], shrinkage)
+        for k, r in enumerate(rows)
+    ]
+    filled = np.array(absent, dtype=np.float64)
+    if np.isnan(filled).any():
+        # Each row filled by its own fold's model.
+        for k, gaussian in enumerate(first):
+            mine = folds == k
+            filled[mine] = gaussian.fill(filled[mine], bound)
+    # Each fold's refit reads the rows outside it, filled by their own folds' models.
+    return [
+        RobustGaussian.fit(filled[r], np.random.default_rng(seed + k), seen[r], shrinkage)
+        for k, r in enumerate(rows)
+    ]
+
+
+def spread_levels(z: np.ndarray, seen: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Columns that take a few values (a 0/1 flag, 1 or 2 kitchens) spread uniformly over the gap
+    between their values, for the robust Gaussian's fit only.
+
+    The minimum covariance determinant fits the three quarters of the rows
+    that are most alike; for a column that is 1 in 96% of rows they all
+    have the same value, its scatter there is nil, and every row with a 2
+    would be hundreds of sd away.  Spread over its cell, the 1s have the
+    spread of a unit cell, and a 2 is one cell away, as far as it is.
+    """
+    z = z.copy()
+    for j in range(z.shape[1]):
+        values = np.unique(z[seen[:, j], j])
+        if 1 < len(values) < LATTICE_MIN_LEVELS:
+            gap = float(np.min(np.diff(values)))
+            z[:, j] += rng.uniform(-gap / 2.0, gap / 2.0, len(z)) * ~np.isnan(z[:, j])
+    return z
+
+
+def hot_deck(z: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Missing cells take a random observed value of their feature (for fitting).
+
+    Not the median: a spike of identical values would teach a flow a density
+    peak that no real row has, and make a column look constant to the MCD.
+    """
+    z = z.copy()
+    for j in range(z.shape[1]):
+        nan = np.isnan(z[:, j])
+        if nan.any():
+            seen = z[~nan, j]
+            z[nan, j] = rng.choice(seen, size=int(nan.sum())) if len(seen) else 0.0
+    return z

@@ -32,7 +32,7 @@ from nrad.cells import LatticeWalls
 from nrad.errors import NradError
 from nrad.evidence import ChannelTails
 from nrad.fusion import Fusion
-from nrad.gaussian import RobustGaussian
+from nrad.gaussian import Relations, RobustGaussian
 from nrad.io import atomic_path
 from nrad.nrde import NRDE
 from nrad.numeric import NumericModel
@@ -45,8 +45,8 @@ FORMAT = "nrad-model"
 #: each cell tested by its residual and by its value in context), lattice walls, the robust
 #: Gaussian's sparse columns (p-values of earlier versions were calibrated differently: those
 #: files must be refitted).
-FORMAT_VERSION = 6
-READS_VERSIONS = (6,)
+FORMAT_VERSION = 7
+READS_VERSIONS = (7,)
 MANIFEST, TENSORS = "manifest.json", "tensors.safetensors"
 MAX_MANIFEST_BYTES = 16 * 2**20
 MAX_TENSOR_BYTES = 2 * 2**30
@@ -100,6 +100,11 @@ def _write_zip(model: TableModel, fh: Any) -> None:
         meta, arrays = gaussian.to_state(f"gaussian{k}.")
         gaussians.append(meta)
         tensors.update(arrays)
+    relations = []
+    for k, part in enumerate(model.relations):
+        meta, arrays = part.to_state(f"relations{k}.")
+        relations.append(meta)
+        tensors.update(arrays)
     if model.walls is not None:
         tensors.update(model.walls.to_state("walls."))
     if model.basis is not None:
@@ -115,6 +120,7 @@ def _write_zip(model: TableModel, fh: Any) -> None:
         "fusion": fusion,
         "tails": tails,
         "gaussians": gaussians,
+        "relations": relations,
         "residual_variance": model.residual_variance,
         "id_column": model.id_column,
         "ignore": model.ignore,
@@ -239,6 +245,10 @@ def _rebuild(manifest: dict[str, Any], tensors: dict[str, np.ndarray]) -> TableM
         RobustGaussian.from_state(meta, tensors, f"gaussian{k}.", gaussian_width)
         for k, meta in enumerate(manifest["gaussians"])
     ]
+    relations = [
+        Relations.from_state(meta, tensors, f"relations{k}.", p)
+        for k, meta in enumerate(manifest["relations"])
+    ]
     if tails is not None and tails.cells is not None and tails.cells.n_features != p:
         raise ValueError(
             f"cell tests are for {tails.cells.n_features} numeric features, the numeric model makes {p}"
@@ -250,7 +260,7 @@ def _rebuild(manifest: dict[str, Any], tensors: dict[str, np.ndarray]) -> TableM
     return TableModel(
         schema, categories, numeric, detectors, tails, manifest.get("id_column"),
         list(manifest.get("ignore", [])), manifest.get("info", {}), fusion=fusion, gaussians=gaussians,
-        basis=basis, residual_variance=residual_variance, walls=walls,
+        relations=relations, basis=basis, residual_variance=residual_variance, walls=walls,
     )  # fmt: skip
 
 

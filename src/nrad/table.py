@@ -56,9 +56,9 @@ from nrad.evidence import ChannelTails, distance_statistic, row_p_values
 from nrad.explain import TOP_FEATURES, column_handling, describe, repair
 from nrad.flags import FlagRule
 from nrad.fusion import Fusion
-from nrad.gaussian import RobustGaussian
+from nrad.gaussian import Relations, RobustGaussian, fit_per_fold, hot_deck, spread_levels
 from nrad.nrde import NRDE, fit_together
-from nrad.numeric import LATTICE_MIN_LEVELS, NumericModel, dequantize
+from nrad.numeric import NumericModel, dequantize
 from nrad.preprocess import TableSchema, encode, fit_schema
 from nrad.results import EXPLAIN_TOP, beside_input, check_explain, rows_to_explain, strongest_first
 
@@ -117,6 +117,10 @@ class TableModel:
     fusion: Fusion | None = None
     #: The robust Gaussian model of the numbers, one per cross-fitting fold (none without numbers).
     gaussians: list[RobustGaussian] = field(default_factory=list)
+    #: What a cell's residual given the row's other numbers is read from: the numbers as shaped,
+    #: and in the table's units (none without numbers, or with too many of them; see
+    #: :class:`nrad.gaussian.Relations` and :meth:`cell_residuals`).
+    relations: list[Relations] = field(default_factory=list)
     #: A wide table's flows (and, beyond MAX_CELL_FEATURES numbers, its robust Gaussian) read
     #: ``z @ basis``, its leading principal components; the rest of ``z`` costs a Gaussian of
     #: variance ``residual_variance`` per dimension.  None: the flows read ``z`` itself.
@@ -227,18 +231,32 @@ class TableModel:
         return self.numeric.residuals(prep.y if y is None else y, prep.codes)
 
     def cell_residuals(
-        self, prep: Prepared, z: np.ndarray, folds: np.ndarray | None = None, y: np.ndarray | None = None
+        self, prep: Prepared, folds: np.ndarray | None = None, y: np.ndarray | None = None
     ) -> np.ndarray:
         """(n, p) each numeric cell's residual given the row's other numbers (NaN where absent).
 
-        ``y``: the numbers judged, if not ``prep.y`` (the training rows' dequantized values).
+        Read twice, on the numbers as shaped and in the table's units, and the smaller residual
+        kept: a relation may be straight in either (a balance's log rising with age; an LDL that
+        is the total cholesterol minus HDL and a fifth of the triglycerides, all skewed), and a
+        row on it must not look off it because the other reading bends it.  A broken relation is
+        off in both.  ``y``: the numbers judged, if not ``prep.y`` (the training rows' dequantized
+        values).
         """
-        raw = self.numeric.standardize(prep.y if y is None else y, prep.codes)
-        if not self.gaussians or z.shape[1] == 0 or z.shape[1] > MAX_CELL_FEATURES:
-            return np.full(raw.shape, np.nan)
-        both = np.concatenate([z, raw], axis=1)
-        p = z.shape[1]
-        return self.per_fold(self.gaussians, lambda g, r: g.cell_residuals(r[:, :p], r[:, p:]), both, folds)
+        y = prep.y if y is None else y
+        if not self.relations:
+            return np.full(y.shape, np.nan)
+        units = self.in_units(y) if any(r.in_units for r in self.relations) else None
+        best = None
+        for relations in self.relations:
+            u = relations.standardize(units if relations.in_units else y)
+            t = self.per_fold(relations.gaussians, relations.residuals, u, folds)
+            best = t if best is None else np.where(np.abs(t) < np.abs(best), t, best)
+        assert best is not None
+        return best
+
+    def in_units(self, y: np.ndarray) -> np.ndarray:
+        """(n, p) shaped numbers ``y`` back in the table's units (a spike's cells stay absent)."""
+        return np.column_stack([self.numeric.unshape(j, y[:, j]) for j in range(y.shape[1])]).reshape(y.shape)
 
     def tested_codes(self) -> np.ndarray:
         """Which code features get a cell test: those that took more than one code in training (a
@@ -505,7 +523,7 @@ def fit_table(
         # missing cells filled with random observed values train the flows;
         # scoring reads the values as they are.
         y = numeric.shape(dequantize(enc.numeric, numeric.discrete, rng))
-        z = _hot_deck(model.numeric_z(y, codes)[0], rng)
+        z = hot_deck(model.numeric_z(y, codes)[0], rng)
         # Rows with a value far from its context's typical ones (a 30x amount,
         # an age of 999) do not train the flows: a flow fitted on a few of
         # them learns density where they cluster, and then scores the next
@@ -517,6 +535,11 @@ def fit_table(
         if width and width < z.shape[1] or z.shape[1] > MAX_CELL_FEATURES:
             model.basis, model.residual_variance = _principal_basis(z[inside], width or MAX_FLOW_FEATURES)
         model.gaussians = _fit_gaussians(model, z, model.numeric_z(y, codes)[0], inside, random_state)
+        if z.shape[1] <= MAX_CELL_FEATURES:
+            model.relations = [
+                Relations.fit(y, model.folds, inside, random_state),
+                Relations.fit(model.in_units(y), model.folds, inside, random_state, in_units=True),
+            ]
         if width:
             say(f"fitting {n_folds} flows on {width} numeric features")
             params = {
@@ -540,8 +563,8 @@ def fit_table(
         # column over the gap between its values), as the flows were trained: tied residuals
         # would make a count's next value, or the 4% of rows with two kitchens, look like a gap
         # in a continuous tail (nrad.calibration.gap_trim) and trim it as anomalies.
-        spread = _spread_levels(y, ~np.isnan(y), np.random.default_rng(random_state + 1))
-        residuals = model.cell_residuals(prep, z, model.folds, y=spread)
+        spread = spread_levels(y, ~np.isnan(y), np.random.default_rng(random_state + 1))
+        residuals = model.cell_residuals(prep, model.folds, y=spread)
         values = model.cell_values(prep, y=spread)
         distances = distance_statistic(model.gaussian_distance(z, model.folds), z.shape[1])
         model.walls = LatticeWalls.fit(model.raw_values(prep), numeric.discrete)
@@ -622,7 +645,7 @@ def _fit_gaussians(
     rows = [(model.folds != k) & inside for k in range(n_folds)]
     seen = ~np.isnan(absent)
     rng = np.random.default_rng(seed)
-    hot_decked, absent = _spread_levels(hot_decked, seen, rng), _spread_levels(absent, seen, rng)
+    hot_decked, absent = spread_levels(hot_decked, seen, rng), spread_levels(absent, seen, rng)
     if hot_decked.shape[1] > MAX_CELL_FEATURES:
         # Too wide for a scatter matrix per fold: the leading components, no fill to refine.
         u = model.gaussian_input(hot_decked)
@@ -630,46 +653,4 @@ def _fit_gaussians(
         return [
             RobustGaussian.fit(u[r], np.random.default_rng(seed + k), every[r]) for k, r in enumerate(rows)
         ]
-    model.gaussians = [
-        RobustGaussian.fit(hot_decked[r], np.random.default_rng(seed + k), seen[r])
-        for k, r in enumerate(rows)
-    ]
-    filled = model.fill(absent, model.folds) if np.isnan(absent).any() else absent
-    # Each fold's refit reads the rows outside it, filled by their own folds' models.
-    return [
-        RobustGaussian.fit(filled[r], np.random.default_rng(seed + k), seen[r]) for k, r in enumerate(rows)
-    ]
-
-
-def _spread_levels(z: np.ndarray, seen: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Columns that take a few values (a 0/1 flag, 1 or 2 kitchens) spread uniformly over the gap
-    between their values, for the robust Gaussian's fit only.
-
-    The minimum covariance determinant fits the three quarters of the rows
-    that are most alike; for a column that is 1 in 96% of rows they all
-    have the same value, its scatter there is nil, and every row with a 2
-    would be hundreds of sd away.  Spread over its cell, the 1s have the
-    spread of a unit cell, and a 2 is one cell away, as far as it is.
-    """
-    z = z.copy()
-    for j in range(z.shape[1]):
-        values = np.unique(z[seen[:, j], j])
-        if 1 < len(values) < LATTICE_MIN_LEVELS:
-            gap = float(np.min(np.diff(values)))
-            z[:, j] += rng.uniform(-gap / 2.0, gap / 2.0, len(z)) * ~np.isnan(z[:, j])
-    return z
-
-
-def _hot_deck(z: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Training rows' missing cells take a random observed value of their feature.
-
-    Not the median: a spike of identical values would teach the flow a
-    density peak that no real row has.
-    """
-    z = z.copy()
-    for j in range(z.shape[1]):
-        nan = np.isnan(z[:, j])
-        if nan.any():
-            seen = z[~nan, j]
-            z[nan, j] = rng.choice(seen, size=int(nan.sum())) if len(seen) else 0.0
-    return z
+    return fit_per_fold(hot_decked, absent, seen, model.folds, rows, seed)
