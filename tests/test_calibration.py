@@ -147,3 +147,16 @@ def test_in_sample_a_heavy_tail_s_own_extremes_are_fitted_and_outliers_stay_out(
     kept = TailModel.fit(wild, SCORE_TRIM)
     assert 3 <= kept.n_trimmed <= 5  # the three, and at most the sample's own wildest
     assert kept.p_values(np.array([200.0]))[0] < 1e-6  # far beyond: a tiny p-value
+
+
+def test_a_tail_with_a_smallest_scale_is_never_lighter_than_that() -> None:
+    """Residuals of a relation that holds exactly are all near 0: a tail fitted to their spread
+    alone calls a row a fraction of a unit off an outlier; with a smallest scale it does not."""
+    rng = np.random.default_rng(0)
+    surprise = np.log(2.0) + np.abs(rng.normal(0, 0.01, 3000))  # -log P(T > t) for t near 0
+    free = TailModel.fit(surprise)
+    floored = TailModel.fit(surprise, min_scale=1.0)
+    row = np.array([1.4])  # t of about 0.7
+    assert free.p_values(row)[0] < 1e-6
+    assert floored.p_values(row)[0] > 0.01
+    assert floored.p_values(np.array([60.0]))[0] < 1e-8  # far out (t of about 11) stays far

@@ -149,3 +149,20 @@ def test_relations_state_round_trip_and_refusal() -> None:
     arrays["r.scale"] = np.array([1.0, 0.0, 1.0])
     with pytest.raises(ValueError, match="positive"):
         Relations.from_state(meta, arrays, "r.", 3)
+
+
+def test_mostly_absent_columns_do_not_make_an_independent_one_look_predicted() -> None:
+    """Two columns seen in a tenth and a sixth of the rows, and one seen in half, all
+    independent: the half-seen column's residual stays its own deviation."""
+    rng = np.random.default_rng(8)
+    n = 3000
+    y = rng.normal(size=(n, 5))
+    y[:, 1] = y[:, 0] + 0.1 * rng.normal(size=n)  # one true relation
+    y[rng.random(n) < 0.9, 2] = np.nan
+    y[rng.random(n) < 0.85, 3] = np.nan
+    y[rng.random(n) < 0.5, 4] = np.nan
+    relations = Relations.fit(y, np.arange(n) % 3, np.ones(n, dtype=bool), seed=0)
+    t = relations.residuals(relations.gaussians[0], relations.standardize(y))
+    seen = np.isfinite(y[:, 4])
+    np.testing.assert_allclose(np.nanstd(t[seen, 4]), np.nanstd(relations.standardize(y)[seen, 4]), rtol=0.15)
+    assert np.nanmax(np.abs(t[:, 4])) < 6.0

@@ -111,7 +111,11 @@ class TailModel:
 
     @classmethod
     def fit(
-        cls, scores: np.ndarray, trim: tuple[float, float] | None = None, max_shape: float = MAX_SHAPE
+        cls,
+        scores: np.ndarray,
+        trim: tuple[float, float] | None = None,
+        max_shape: float = MAX_SHAPE,
+        min_scale: float = 0.0,
     ) -> TailModel:
         """Fit to calibration ``scores``.
 
@@ -120,6 +124,8 @@ class TailModel:
         (:func:`gap_trim`); for scores that may hold the anomalies being
         scored (a table scored against itself).  None: every score is fitted
         (calibration rows believed normal).  ``max_shape``: the heaviest tail allowed.
+        ``min_scale``: the smallest scale allowed (the tail of a statistic that a model makes
+        exponential with scale 1 may be heavier than the model's, never lighter).
         """
         calib = np.sort(np.asarray(scores, dtype=np.float64))
         calib = calib[np.isfinite(calib)]
@@ -138,7 +144,7 @@ class TailModel:
         # fitted, not extrapolated over.  Who is an outlier is judged by the most likely shape;
         # the p-values then come from the shapes averaged (see shape_posterior).
         for _ in range(INWARD_STEPS if trimmed else 0):
-            tail = cls._fit_below(calib, knots, at_least, k, trimmed, max_shape, average=False)
+            tail = cls._fit_below(calib, knots, at_least, k, trimmed, max_shape, min_scale, average=False)
             if tail is None:
                 break
             # p falls as the score rises: the outliers are the top ones.
@@ -146,7 +152,7 @@ class TailModel:
             if outliers >= trimmed:
                 break
             trimmed = outliers
-        tail = cls._fit_below(calib, knots, at_least, k, trimmed, max_shape)
+        tail = cls._fit_below(calib, knots, at_least, k, trimmed, max_shape, min_scale)
         return none if tail is None else tail
 
     @classmethod
@@ -158,6 +164,7 @@ class TailModel:
         k: int,
         trimmed: int,
         max_shape: float,
+        min_scale: float = 0.0,
         average: bool = True,
     ) -> TailModel | None:
         """The tail fitted to the sorted ``calib`` without its top ``trimmed`` scores (None: no fit);
@@ -165,7 +172,9 @@ class TailModel:
         n = calib.size
         # The tail keeps its usual size below the scores left out.
         if trimmed:
-            k = int(min(trimmed + max(round(TAIL_SHARE * (n - trimmed)), min(MIN_TAIL, n - trimmed - 1)), n - 1))
+            k = int(
+                min(trimmed + max(round(TAIL_SHARE * (n - trimmed)), min(MIN_TAIL, n - trimmed - 1)), n - 1)
+            )
         threshold = float(calib[n - k - 1])
         top = n - trimmed
         # Truncated where the trimmed scores begin: the fit conditions on lying below the smallest
@@ -175,6 +184,8 @@ class TailModel:
         fitted = shape_posterior(calib[n - k : top] - threshold, cut, max_shape=max_shape, average=average)
         if fitted is None:
             return None
+        shapes, scales, weights = fitted
+        fitted = (shapes, np.maximum(scales, min_scale), weights)
         tail = cls(knots, at_least, n, threshold, k, *fitted, n_trimmed=trimmed)
         lift = tail._lift(calib, calib[n - k : top])
         return cls(knots, at_least, n, threshold, k, *fitted, n_trimmed=trimmed, lift=lift)

@@ -53,6 +53,11 @@ CELL_TRIM = (0.01, 0.01)
 #: which doubles a power tail's shape: the same t noise gives it shape 1.
 CELL_MAX_SHAPE = 0.5
 CELL_RESIDUAL_MAX_SHAPE = 2 * CELL_MAX_SHAPE
+#: A residual's tail is never lighter than its Gaussian's (scale 1 of the surprise): where the
+#: training rows' residuals are all near 0 (a relation that holds exactly, to the last rounding),
+#: a fitted tail would shrink to their spread and call a row a fraction of a conditional sd off
+#: its relation an outlier.
+RESIDUAL_MIN_SCALE = 1.0
 #: A lattice column (counts, ratings, scores) has a wall at its most extreme value (0 visits, a
 #: rating of 5 of 5) when that value holds at least this share of its values ...
 WALL_SHARE = 0.01
@@ -94,7 +99,7 @@ class NumericCellTests:
     ) -> NumericCellTests:
         """From (n, p) out-of-fold residuals of the training rows and their (n, p) values in
         context (NaN where the cell is absent); ``trim``: see :meth:`nrad.calibration.TailModel.fit`."""
-        upper, lower = _side_tails(residuals, _surprise, trim, CELL_RESIDUAL_MAX_SHAPE)
+        upper, lower = _side_tails(residuals, _surprise, trim, CELL_RESIDUAL_MAX_SHAPE, RESIDUAL_MIN_SCALE)
         value_upper, value_lower = _side_tails(values, np.asarray, trim, CELL_MAX_SHAPE)
         return cls(upper, lower, value_upper, value_lower)
 
@@ -120,7 +125,9 @@ class NumericCellTests:
             t, r = residuals[:, j], values[:, j]
             seen = np.isfinite(t) & np.isfinite(r)
             if seen.any():
-                given_row[seen, j] = _two_sided(self.upper[j], self.lower[j], _surprise(t[seen]), _surprise(-t[seen]))
+                given_row[seen, j] = _two_sided(
+                    self.upper[j], self.lower[j], _surprise(t[seen]), _surprise(-t[seen])
+                )
                 in_context[seen, j] = _two_sided(self.value_upper[j], self.value_lower[j], r[seen], -r[seen])
         return given_row, in_context
 
@@ -149,7 +156,11 @@ _SIDES = ("upper", "lower", "value_upper", "value_lower")
 
 
 def _side_tails(
-    stats: np.ndarray, statistic: Any, trim: tuple[float, float] | None, max_shape: float
+    stats: np.ndarray,
+    statistic: Any,
+    trim: tuple[float, float] | None,
+    max_shape: float,
+    min_scale: float = 0.0,
 ) -> tuple[list[TailModel], list[TailModel]]:
     """Per column of ``stats``, the tails of ``statistic(t)`` (upper side) and ``statistic(-t)``."""
     upper, lower = [], []
@@ -163,8 +174,8 @@ def _side_tails(
             upper.append(_ranks_only(high))
             lower.append(_ranks_only(low))
             continue
-        upper.append(TailModel.fit(high, trim, max_shape))
-        lower.append(TailModel.fit(low, trim, max_shape))
+        upper.append(TailModel.fit(high, trim, max_shape, min_scale))
+        lower.append(TailModel.fit(low, trim, max_shape, min_scale))
     return upper, lower
 
 
@@ -209,7 +220,9 @@ class LatticeWalls:
             piled = counts >= WALL_SHARE * len(x)
             inner_up = np.r_[counts[1:], 0]  # the next value towards the middle, from below ...
             inner_down = np.r_[0, counts[:-1]]  # ... and from above
-            lows = np.flatnonzero(piled & (below <= allowed) & ((counts >= WALL_RATIO * inner_up) | (levels == 0)))
+            lows = np.flatnonzero(
+                piled & (below <= allowed) & ((counts >= WALL_RATIO * inner_up) | (levels == 0))
+            )
             highs = np.flatnonzero(piled & (above <= allowed) & (counts >= WALL_RATIO * inner_down))
             low[j] = levels[lows[0]] if len(lows) else np.nan
             high[j] = levels[highs[-1]] if len(highs) else np.nan
@@ -225,7 +238,10 @@ class LatticeWalls:
 
     @classmethod
     def from_state(cls, arrays: dict[str, np.ndarray], prefix: str, p: int) -> LatticeWalls:
-        got = [np.asarray(arrays[f"{prefix}{name}"], dtype=np.float64).reshape(-1) for name in ("low", "high", "half_step")]
+        got = [
+            np.asarray(arrays[f"{prefix}{name}"], dtype=np.float64).reshape(-1)
+            for name in ("low", "high", "half_step")
+        ]
         if any(len(a) != p for a in got):
             raise ValueError(f"lattice walls must have one entry per numeric feature ({p})")
         return cls(*got)

@@ -115,9 +115,10 @@ class RobustGaussian:
             [np.var(z[seen[:, j], j]) if seen[:, j].sum() > 1 else np.var(z[:, j]) for j in range(p)]
         )
         floor = np.where(floor > 0, floor, 1.0)
-        shrunk = lambda rows: _shrunk(
-            np.cov(z[rows], rowvar=False, bias=True).reshape(p, p), floor, shrinkage
-        )  # noqa: E731
+
+        def shrunk(rows: np.ndarray) -> np.ndarray:
+            return _shrunk(np.cov(z[rows], rowvar=False, bias=True).reshape(p, p), floor, shrinkage)
+
         best = None
         for start in _starts(z):
             subset = _concentrate(z, start, h, floor, shrinkage)
@@ -334,10 +335,17 @@ class Relations:
         clipped = np.clip(u, -bound, bound)
         seen = ~np.isnan(u)
         rng = np.random.default_rng(seed + 7)
+        # Absent cells (missing, or at a spike: half of a fireplaces column) filled at random, and
+        # no refit on them filled at their conditional means: with little shrinkage, cells put
+        # on the first fit's regression planes make two mostly absent columns look related,
+        # and a column independent of both would look predicted by them.  Random fills only
+        # weaken a relation of the columns they are in.
         hot_decked = spread_levels(hot_deck(clipped, rng), seen, rng)
-        absent = spread_levels(clipped, seen, rng)
-        rows = [(folds != k) & inside for k in range(int(folds.max()) + 1)]
-        gaussians = fit_per_fold(hot_decked, absent, seen, folds, rows, seed, bound, RELATION_SHRINKAGE)
+        gaussians = []
+        for k in range(int(folds.max()) + 1):
+            rows = (folds != k) & inside
+            rng_k = np.random.default_rng(seed + k)
+            gaussians.append(RobustGaussian.fit(hot_decked[rows], rng_k, seen[rows], RELATION_SHRINKAGE))
         return cls(center, scale, bound, gaussians, in_units)
 
     def standardize(self, y: np.ndarray) -> np.ndarray:
@@ -394,14 +402,13 @@ def fit_per_fold(
     rows: list[np.ndarray],
     seed: int,
     bound: np.ndarray | float = PREDICTOR_CLIP,
-    shrinkage: float = SHRINKAGE,
 ) -> list[RobustGaussian]:
     """Each fold's robust Gaussian from its training ``rows[k]``: first of ``hot_decked`` (absent
     cells filled at random, which weakens the columns' relations), then refitted on ``absent``
     with its absent cells at their conditional means under the first fit (one EM step, which
     gives the relations back)."""
     first = [
-        RobustGaussian.fit(hot_decked[r], np.random.default_rng(seed + k), seen[r], shrinkage)
+        RobustGaussian.fit(hot_decked[r], np.random.default_rng(seed + k), seen[r])
         for k, r in enumerate(rows)
     ]
     filled = np.array(absent, dtype=np.float64)
@@ -412,8 +419,7 @@ def fit_per_fold(
             filled[mine] = gaussian.fill(filled[mine], bound)
     # Each fold's refit reads the rows outside it, filled by their own folds' models.
     return [
-        RobustGaussian.fit(filled[r], np.random.default_rng(seed + k), seen[r], shrinkage)
-        for k, r in enumerate(rows)
+        RobustGaussian.fit(filled[r], np.random.default_rng(seed + k), seen[r]) for k, r in enumerate(rows)
     ]
 
 
