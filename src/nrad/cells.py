@@ -47,12 +47,11 @@ MIN_CELL_VALUES = 100
 #: leaves out its top 1% of the rows: a few gross values per column.
 CELL_TRIM = (0.01, 0.01)
 #: A cell's tails may be heavier than a row's log-density (results/FDR.md lists the shapes fitted
-#: on clean tables): the largest shape their fits may take.  A value's tail (in its column's
-#: units) of shape 0.5 is that of Student's t with 2 degrees of freedom, the heaviest with a
-#: variance; a residual is read as a Gaussian surprise ``-log P(T > t)``, about ``t^2 / 2``,
-#: which doubles a power tail's shape: the same t noise gives it shape 1.
+#: on clean tables): the largest shape their fits may take.  Not more for residuals (read as a
+#: Gaussian surprise, which doubles a power tail's shape): a table fitted on itself holds its
+#: anomalies, and a heavier tail allowed puts the trimmed ones back into the fit (see
+#: TailModel.fit), which then calls a row 15 conditional sd off its relation ordinary.
 CELL_MAX_SHAPE = 0.5
-CELL_RESIDUAL_MAX_SHAPE = 2 * CELL_MAX_SHAPE
 #: A residual's tail is never lighter than its Gaussian's (scale 1 of the surprise): where the
 #: training rows' residuals are all near 0 (a relation that holds exactly, to the last rounding),
 #: a fitted tail would shrink to their spread and call a row a fraction of a conditional sd off
@@ -99,7 +98,7 @@ class NumericCellTests:
     ) -> NumericCellTests:
         """From (n, p) out-of-fold residuals of the training rows and their (n, p) values in
         context (NaN where the cell is absent); ``trim``: see :meth:`nrad.calibration.TailModel.fit`."""
-        upper, lower = _side_tails(residuals, _surprise, trim, CELL_RESIDUAL_MAX_SHAPE, RESIDUAL_MIN_SCALE)
+        upper, lower = _side_tails(residuals, _surprise, trim, CELL_MAX_SHAPE, RESIDUAL_MIN_SCALE)
         value_upper, value_lower = _side_tails(values, np.asarray, trim, CELL_MAX_SHAPE)
         return cls(upper, lower, value_upper, value_lower)
 

@@ -72,6 +72,9 @@ RELATION_MARGIN = 2.0
 #: which is its total cholesterol minus the rest) would sit off it in proportion to how far out
 #: it is.  Dequantized counts and rounded values keep the scatter invertible.
 RELATION_SHRINKAGE = 0.001
+#: The readings of the numbers a cell's residual is taken in (see TableModel.cell_residuals): as
+#: the flows read them (``z``), as shaped (``y``), and in the table's units.
+READINGS = ("z", "shaped", "units")
 
 
 @dataclass
@@ -312,12 +315,12 @@ class Relations:
     bound: np.ndarray
     #: One robust Gaussian per fold.
     gaussians: list[RobustGaussian]
-    #: Reads the numbers in the table's units, not as shaped.
-    in_units: bool = False
+    #: Which reading of the numbers it models (one of READINGS).
+    reading: str = "shaped"
 
     @classmethod
     def fit(
-        cls, y: np.ndarray, folds: np.ndarray, inside: np.ndarray, seed: int, in_units: bool = False
+        cls, y: np.ndarray, folds: np.ndarray, inside: np.ndarray, seed: int, reading: str = "shaped"
     ) -> Relations:
         """From training rows ``y`` (NaN where absent), their ``folds``, and which of them may
         train (``inside``); each fold's Gaussian from the rows outside it."""
@@ -346,7 +349,7 @@ class Relations:
             rows = (folds != k) & inside
             rng_k = np.random.default_rng(seed + k)
             gaussians.append(RobustGaussian.fit(hot_decked[rows], rng_k, seen[rows], RELATION_SHRINKAGE))
-        return cls(center, scale, bound, gaussians, in_units)
+        return cls(center, scale, bound, gaussians, reading)
 
     def standardize(self, y: np.ndarray) -> np.ndarray:
         """The numbers ``y`` as the Gaussians read them (NaN stays NaN)."""
@@ -367,7 +370,7 @@ class Relations:
             meta, parts = gaussian.to_state(f"{prefix}{k}.")
             metas.append(meta)
             arrays.update(parts)
-        return {"in_units": self.in_units, "gaussians": metas}, arrays
+        return {"reading": self.reading, "gaussians": metas}, arrays
 
     @classmethod
     def from_state(
@@ -385,7 +388,9 @@ class Relations:
             RobustGaussian.from_state(part, arrays, f"{prefix}{k}.", p)
             for k, part in enumerate(meta["gaussians"])
         ]
-        return cls(center, scale, bound, gaussians, bool(meta["in_units"]))
+        if meta.get("reading") not in READINGS:
+            raise ValueError(f"the relations' reading must be one of {', '.join(READINGS)}")
+        return cls(center, scale, bound, gaussians, str(meta["reading"]))
 
 
 def _largest_abs(values: np.ndarray, rank: int) -> float:

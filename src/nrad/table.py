@@ -56,7 +56,7 @@ from nrad.evidence import ChannelTails, distance_statistic, row_p_values
 from nrad.explain import TOP_FEATURES, column_handling, describe, repair
 from nrad.flags import FlagRule
 from nrad.fusion import Fusion
-from nrad.gaussian import Relations, RobustGaussian, fit_per_fold, hot_deck, spread_levels
+from nrad.gaussian import READINGS, Relations, RobustGaussian, fit_per_fold, hot_deck, spread_levels
 from nrad.nrde import NRDE, fit_together
 from nrad.numeric import NumericModel, dequantize
 from nrad.preprocess import TableSchema, encode, fit_schema
@@ -235,24 +235,32 @@ class TableModel:
     ) -> np.ndarray:
         """(n, p) each numeric cell's residual given the row's other numbers (NaN where absent).
 
-        Read twice, on the numbers as shaped and in the table's units, and the smaller residual
-        kept: a relation may be straight in either (a balance's log rising with age; an LDL that
-        is the total cholesterol minus HDL and a fifth of the triglycerides, all skewed), and a
-        row on it must not look off it because the other reading bends it.  A broken relation is
-        off in both.  ``y``: the numbers judged, if not ``prep.y`` (the training rows' dequantized
-        values).
+        Read three ways (:data:`nrad.gaussian.READINGS`), and the smallest residual kept: in
+        ``z`` as the flows read the numbers (each in its context, its tails pulled in), on the
+        numbers as shaped, and in the table's units.  A relation may be straight in any one of
+        them and bent in the others (an age and a birth year read per ward bend in ``z``; an
+        LDL that is the total cholesterol minus HDL and a fifth of the triglycerides bends when
+        the skewed columns are shaped; a balance whose log rises with age bends at its far end
+        in both of the others), and a row on it must not look off it because one reading bends
+        it.  A broken relation is off in all three.  ``y``: the numbers judged, if not
+        ``prep.y`` (the training rows' dequantized values).
         """
         y = prep.y if y is None else y
         if not self.relations:
             return np.full(y.shape, np.nan)
-        units = self.in_units(y) if any(r.in_units for r in self.relations) else None
-        best = None
+        smallest = None
         for relations in self.relations:
-            u = relations.standardize(units if relations.in_units else y)
+            u = relations.standardize(self.reading(relations.reading, y, prep.codes))
             t = self.per_fold(relations.gaussians, relations.residuals, u, folds)
-            best = t if best is None else np.where(np.abs(t) < np.abs(best), t, best)
-        assert best is not None
-        return best
+            smallest = t if smallest is None else np.where(np.abs(t) < np.abs(smallest), t, smallest)
+        assert smallest is not None
+        return smallest
+
+    def reading(self, name: str, y: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        """(n, p) the shaped numbers ``y`` in one of :data:`nrad.gaussian.READINGS` (absent: NaN)."""
+        if name == "z":
+            return self.numeric.standardize(y, codes)
+        return y if name == "shaped" else self.in_units(y)
 
     def in_units(self, y: np.ndarray) -> np.ndarray:
         """(n, p) shaped numbers ``y`` back in the table's units (a spike's cells stay absent)."""
@@ -537,8 +545,8 @@ def fit_table(
         model.gaussians = _fit_gaussians(model, z, model.numeric_z(y, codes)[0], inside, random_state)
         if z.shape[1] <= MAX_CELL_FEATURES:
             model.relations = [
-                Relations.fit(y, model.folds, inside, random_state),
-                Relations.fit(model.in_units(y), model.folds, inside, random_state, in_units=True),
+                Relations.fit(model.reading(name, y, codes), model.folds, inside, random_state, name)
+                for name in READINGS
             ]
         if width:
             say(f"fitting {n_folds} flows on {width} numeric features")
