@@ -40,6 +40,7 @@ from nrad.preprocess import TableSchema
 from nrad.table import MAX_CELL_FEATURES, TableModel
 
 FORMAT = "nrad-model"
+#: Version 7: the Gaussians cells' residuals are read from (``relations``, one set per reading).
 #: Version 6: every part saves itself (a detector's flow weights under its own prefix).
 #: Version 5: the channels' tails together (the anomaly score, the density, the robust distance,
 #: each cell tested by its residual and by its value in context), lattice walls, the robust
