@@ -31,6 +31,10 @@ them, each standardized in its context):
   100 sd out stays 100 sd out);
 * ``fill(z)``: missing cells at their conditional mean given the row's
   present ones (exact Gaussian conditioning, per pattern of missing cells).
+
+``Relations`` holds the Gaussians the cells' residuals are read from: one
+set per reading of the numbers, with little shrinkage and predictors bounded
+by their training values (see its docstring and docs/method.md section 13).
 """
 
 from __future__ import annotations
@@ -296,16 +300,16 @@ def _consistency(d2: np.ndarray, expected: float) -> float:
 
 @dataclass
 class Relations:
-    """What each numeric cell's residual given the row's other numbers is read from.
+    """What each numeric cell's residual given the row's other numbers is read from, in one
+    reading of the numbers (one of READINGS): robustly standardized over all rows, under one
+    robust Gaussian per cross-fitting fold.
 
-    The numbers as shaped (step 1 of :class:`nrad.numeric.NumericModel`,
-    ``y``), robustly standardized over all rows, under one robust Gaussian per
-    cross-fitting fold.  Not ``z``: its context (a location and scale per
-    level of a parent category) and its tail weight bend each column by its
-    own amount, so two columns that follow each other exactly (an age and a
-    birth year, read per ward) do not follow each other in ``z``, and the rows
-    far out (the oldest patients of the geriatric ward) would look off the
-    relation.  A value odd for its context is the cell's other test's to find.
+    A relation may be straight in one reading and bent in another: ``z``
+    reads each column in its context (a location and scale per level of a
+    parent category) and bends it by a tail weight of its own, so an age and
+    a birth year read per ward do not follow each other there; shaping bends
+    a sum of skewed columns.  The table model keeps a cell's smallest
+    residual over the readings (``TableModel.cell_residuals``).
     """
 
     #: Per column: median and scale (MAD, or the sd where it is 0) of the training ``y``.
