@@ -96,6 +96,17 @@ class FlagRule:
         flags[np.flatnonzero(v == cutoff.value)[: cutoff.ties[chunk] if cutoff.ties else 0]] = True
         return flags
 
+    def level_that_flags(self, p_values: np.ndarray, n_rows: int) -> float | None:
+        """The smallest FDR at which Benjamini-Hochberg over ``n_rows`` rows flags the strongest
+        of ``p_values`` (every row's, or only the strongest rows'): ``min_k n p_(k) / k``, a
+        minimum that over fewer rows is still a level that flags them.  None for a top share, or
+        without p-values."""
+        p = np.sort(np.asarray(p_values, dtype=np.float64))
+        p = p[np.isfinite(p)]
+        if self.kind != "fdr" or not len(p) or n_rows == 0:
+            return None
+        return float(np.min(p * n_rows / np.arange(1, len(p) + 1)))
+
     def flags(self, values: np.ndarray) -> np.ndarray:
         """Flags of all rows at once (in memory)."""
         values = np.asarray(values, dtype=np.float64)

@@ -410,7 +410,6 @@ def fit_per_fold(
     folds: np.ndarray,
     rows: list[np.ndarray],
     seed: int,
-    bound: np.ndarray | float = PREDICTOR_CLIP,
 ) -> list[RobustGaussian]:
     """Each fold's robust Gaussian from its training ``rows[k]``: first of ``hot_decked`` (absent
     cells filled at random, which weakens the columns' relations), then refitted on ``absent``
@@ -425,7 +424,7 @@ def fit_per_fold(
         # Each row filled by its own fold's model.
         for k, gaussian in enumerate(first):
             mine = folds == k
-            filled[mine] = gaussian.fill(filled[mine], bound)
+            filled[mine] = gaussian.fill(filled[mine])
     # Each fold's refit reads the rows outside it, filled by their own folds' models.
     return [
         RobustGaussian.fit(filled[r], np.random.default_rng(seed + k), seen[r]) for k, r in enumerate(rows)

@@ -123,19 +123,16 @@ def nothing_flagged_note(rule: FlagRule, p_values: np.ndarray, n_rows: int, n_fl
     """When Benjamini-Hochberg flags nothing: what a flag needs at this table size, and the FDR at
     which the strongest rows would be flagged.
 
-    ``p_values``: every row's, or only the strongest rows' (a streamed run keeps those): BH flags
-    the ``k`` smallest at level ``min_k n p_(k) / k``, and that minimum over fewer rows is still a
-    level that flags them.
+    ``p_values``: every row's, or only the strongest rows' (a streamed run keeps those; see
+    :meth:`nrad.flags.FlagRule.level_that_flags`).
     """
-    if rule.kind != "fdr" or n_flagged or n_rows == 0:
+    level = rule.level_that_flags(p_values, n_rows)
+    if level is None or n_flagged:
         return []
-    p = np.sort(np.asarray(p_values, dtype=np.float64)[np.isfinite(p_values)])
-    if not len(p):
-        return []
-    level = float(np.min(p * n_rows / np.arange(1, len(p) + 1)))
+    smallest = float(np.nanmin(p_values))
     needs = f"at {n_rows:,} rows a row needs a p-value of at most {rule.level / n_rows:.2g} to be flagged"
     if level >= 1:
         return [f"nothing flagged at FDR {rule.level:g}: {needs}, and no row comes near (smallest p-value "
-                f"{p[0]:.2g}); the table may be too small for flags"]  # fmt: skip
-    return [f"nothing flagged at FDR {rule.level:g}: {needs} (the smallest here: {p[0]:.2g}); "
+                f"{smallest:.2g}); the table may be too small for flags"]  # fmt: skip
+    return [f"nothing flagged at FDR {rule.level:g}: {needs} (the smallest here: {smallest:.2g}); "
             f"--fdr {level:.2g} would flag the strongest rows"]  # fmt: skip

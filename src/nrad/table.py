@@ -117,9 +117,9 @@ class TableModel:
     fusion: Fusion | None = None
     #: The robust Gaussian model of the numbers, one per cross-fitting fold (none without numbers).
     gaussians: list[RobustGaussian] = field(default_factory=list)
-    #: What a cell's residual given the row's other numbers is read from: the numbers as shaped,
-    #: and in the table's units (none without numbers, or with too many of them; see
-    #: :class:`nrad.gaussian.Relations` and :meth:`cell_residuals`).
+    #: What a cell's residual given the row's other numbers is read from: one per reading of the
+    #: numbers (:data:`nrad.gaussian.READINGS`; none without numbers, or with too many of them;
+    #: see :class:`nrad.gaussian.Relations` and :meth:`cell_residuals`).
     relations: list[Relations] = field(default_factory=list)
     #: A wide table's flows (and, beyond MAX_CELL_FEATURES numbers, its robust Gaussian) read
     #: ``z @ basis``, its leading principal components; the rest of ``z`` costs a Gaussian of
@@ -216,8 +216,7 @@ class TableModel:
 
     def raw_values(self, prep: Prepared) -> np.ndarray:
         """(n, p) the numbers in the table's units, a spike's cells at the spike (NaN where missing)."""
-        raw = np.column_stack([self.numeric.unshape(j, prep.y[:, j]) for j in range(prep.y.shape[1])])
-        raw = raw.reshape(prep.y.shape)
+        raw = self.in_units(prep.y)
         n_cat = len(self.schema.categorical_names)
         for k, j in enumerate(self.indicator_features):
             spike = self.schema.columns[self.schema.numeric_sources[j]].spike
@@ -263,7 +262,8 @@ class TableModel:
         return y if name == "shaped" else self.in_units(y)
 
     def in_units(self, y: np.ndarray) -> np.ndarray:
-        """(n, p) shaped numbers ``y`` back in the table's units (a spike's cells stay absent)."""
+        """(n, p) shaped numbers ``y`` back in the table's units (absent cells, a spike's too, stay
+        NaN; :meth:`raw_values` puts a spike's cells at the spike)."""
         return np.column_stack([self.numeric.unshape(j, y[:, j]) for j in range(y.shape[1])]).reshape(y.shape)
 
     def tested_codes(self) -> np.ndarray:
