@@ -64,6 +64,29 @@ def test_a_new_merchant_falls_back_to_the_next_context() -> None:
     assert numeric.context(0, np.array([5, 3])) == (0, 5)
 
 
+def test_a_level_piled_at_one_value_is_spread_by_its_other_values() -> None:
+    # A geriatric ward: ages floored at 70 (most of the ward is 70), and the birth years those
+    # ages give, split over two neighbouring years.  The ward's oldest are ordinary.
+    rng = np.random.default_rng(3)
+    n = 3000
+    ward = rng.integers(0, 5, size=n)
+    age = np.clip(rng.gamma(6.0, 9.0, n), 18, 99)
+    age = np.where(ward == 4, np.maximum(age, 70), age).round()
+    birth_year = 2023 - age - (rng.random(n) < 0.5)
+    numbers = np.column_stack([age, birth_year])
+    numeric = NumericModel.fit(numbers, ward[:, None], [7], rng)
+    assert numeric.parent[0] == 0 and numeric.parent[1] == 0
+    oldest = (ward == 4) & (age >= 90)
+    assert oldest.sum() >= 3
+    r = numeric.residuals(numeric.shape(numbers[oldest]), ward[oldest][:, None])
+    assert np.abs(r).max() < 6  # a spike's MAD (a fraction of a year) put them 30-80 sd out
+    # A small count's ones and twos are no spike: its levels keep their own spread.
+    visits = rng.poisson(np.where(ward == 4, 2.0, 6.0)).astype(float)[:, None]
+    counts = NumericModel.fit(visits, ward[:, None], [7], rng)
+    far = counts.residuals(counts.shape(np.array([[12.0]])), np.array([[4]]))
+    assert far[0, 0] > 4
+
+
 def test_soft_clip_is_monotone_and_charges_for_distance() -> None:
     rng = np.random.default_rng(3)
     x = rng.normal(size=(2000, 1))

@@ -60,6 +60,14 @@ MIN_ETA2 = 0.05
 PARENT_P_VALUE = 1e-3
 #: Pseudo-rows of the pooled sd that each level's sd is shrunk with.
 SD_PRIOR_ROWS = 10.0
+#: A level whose values pile up at one value, or two neighbouring ones (a geriatric ward's ages
+#: floored at 70, and the two birth years each of those ages gives), in at least this share of
+#: its rows has a spike: its spread is read from its other values, as the column's own spike is
+#: kept apart (``nrad.preprocess.SPIKE_SHARE``) ...
+LEVEL_SPIKE_SHARE = 0.5
+#: ... if the values next to the pile hold at most this share of the least of the pile's (a
+#: point mass stands out from its neighbours; a small count's 1s and 2s do not).
+LEVEL_PILE_RATIO = 0.25
 #: The soft clip starts at CLIP_MARGIN times this quantile of the training |z| (a high
 #: quantile, not the maximum, so that a few anomalies among the training rows are beyond it) ...
 CLIP_QUANTILE = 0.995
@@ -127,6 +135,7 @@ class NumericModel:
         """Fit on training rows (``numeric`` NaN where missing); ``rng`` draws the dequantization."""
         p = numeric.shape[1]
         discrete = np.array([lattice_spacing(numeric[:, j]) for j in range(p)], dtype=np.float64)
+        exact = numeric  # before dequantization: a level's spike is one value here
         numeric = dequantize(numeric, discrete, rng)
         magnitude, exponent, tail_weight = np.ones(p), np.ones(p), np.ones(p)
         contexts, clip, grid = [], np.full(p, MIN_CLIP), np.zeros((p, GRID))
@@ -140,7 +149,7 @@ class NumericModel:
             # Statistics from the bulk: a few wild values (a table fitted on
             # itself holds its anomalies) must not set what is typical.
             bulk = _bulk(y)
-            contexts.append(_contexts(y[bulk], codes[seen][bulk], n_codes))
+            contexts.append(_contexts(y[bulk], codes[seen][bulk], n_codes, exact[seen, j][bulk]))
             residual = _standardize_one(y, codes[seen], *contexts[-1])
             # The tail weight is a property of the residuals given the context:
             # amounts of 50 merchants look heavy-tailed together, not within one.
@@ -514,11 +523,12 @@ def _exponent(x: np.ndarray) -> float:
     return float(np.clip(lam, 0.0, 2.0)) if np.isfinite(lam) else 1.0
 
 
-def _contexts(y: np.ndarray, codes: np.ndarray, n_codes: list[int]) -> tuple[Any, ...]:
+def _contexts(y: np.ndarray, codes: np.ndarray, n_codes: list[int], exact: np.ndarray) -> tuple[Any, ...]:
     """(parent, location, scale, fallback, fallback location, fallback scale) of one feature.
 
     The two categorical features that explain most of ``y`` (see the module
-    docstring); -1 and the pooled mean and sd where there is none.
+    docstring); -1 and the pooled mean and sd where there is none.  ``exact``:
+    the values before dequantization (see :func:`_level_median_mad`).
     """
     n = len(y)
     center = float(np.median(y)) if n else 0.0
@@ -530,7 +540,7 @@ def _contexts(y: np.ndarray, codes: np.ndarray, n_codes: list[int]) -> tuple[Any
     pooled = (-1, np.array([center]), np.array([spread]))
     found = []
     for f in range(codes.shape[1]):
-        got = _level_effects(y, codes[:, f], n_codes[f])
+        got = _level_effects(y, codes[:, f], n_codes[f], exact)
         if got is not None and got[0] >= MIN_ETA2:
             found.append((got[0], f, got[1], got[2]))
     found.sort(key=lambda t: -t[0])
@@ -567,8 +577,12 @@ def _standardize_one(
     return (y - loc) / sc
 
 
-def _level_effects(y: np.ndarray, level: np.ndarray, k: int) -> tuple[float, np.ndarray, np.ndarray] | None:
-    """Adjusted eta^2 of ``level`` on ``y`` and shrunk per-level (mean, sd), or None if not significant."""
+def _level_effects(
+    y: np.ndarray, level: np.ndarray, k: int, exact: np.ndarray
+) -> tuple[float, np.ndarray, np.ndarray] | None:
+    """Adjusted eta^2 of ``level`` on ``y`` and shrunk per-level (mean, sd), or None if not significant.
+
+    ``exact``: the values before dequantization (see :func:`_level_median_mad`)."""
     n = len(y)
     count = np.bincount(level, minlength=k).astype(np.float64)
     used = int((count > 0).sum())
@@ -592,27 +606,57 @@ def _level_effects(y: np.ndarray, level: np.ndarray, k: int) -> tuple[float, np.
     between = max((ms_between - ms_within) / n0, 1e-12)
     kappa = ms_within / between
     # Robust level statistics (median, MAD) shrunk the same way.
-    median, mad = _level_median_mad(y, level, k)
+    median, mad, spread_rows = _level_median_mad(y, level, k, exact)
     grand_median = float(np.median(y))
     location = (count * median + kappa * grand_median) / (count + kappa)
     pooled = 1.4826 * float(np.median(np.abs(y - median[level])))
     pooled = pooled if pooled > 1e-12 else np.sqrt(ms_within)
     sd = 1.4826 * mad
-    log_sd = np.where((count > 1) & (sd > 0), np.log(np.maximum(sd, 1e-6 * pooled)), np.log(pooled))
-    weight = np.maximum(count - 1, 0)
+    log_sd = np.where((spread_rows > 1) & (sd > 0), np.log(np.maximum(sd, 1e-6 * pooled)), np.log(pooled))
+    weight = np.maximum(spread_rows - 1, 0)
     scale = np.exp((weight * log_sd + SD_PRIOR_ROWS * np.log(pooled)) / (weight + SD_PRIOR_ROWS))
     return eta2, location, scale
 
 
-def _level_median_mad(y: np.ndarray, level: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per level code: median of ``y`` and median absolute deviation from it (0 for unused codes)."""
+def _level_median_mad(
+    y: np.ndarray, level: np.ndarray, k: int, exact: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per level code: median of ``y``, median absolute deviation from it, and the number of
+    values that deviation was read from (0 for unused codes).
+
+    A level with a spike (:func:`_level_spike`, read on ``exact``, the values
+    before dequantization) has its deviation read from its other values: the
+    MAD of a spike is the width of its dequantization cell, and would put the
+    level's ordinary other values (a geriatric ward's 90-year-olds beside its
+    many 70s) tens of sd out.
+    """
     order = np.lexsort((y, level))
-    sorted_y, sorted_level = y[order], level[order]
+    sorted_y, sorted_exact, sorted_level = y[order], exact[order], level[order]
     bounds = np.searchsorted(sorted_level, np.arange(k + 1))
-    median, mad = np.zeros(k), np.zeros(k)
+    median, mad, rows = np.zeros(k), np.zeros(k), np.zeros(k)
     for code in range(k):
         part = sorted_y[bounds[code] : bounds[code + 1]]
-        if part.size:
-            median[code] = np.median(part)
-            mad[code] = np.median(np.abs(part - median[code]))
-    return median, mad
+        if not part.size:
+            continue
+        median[code] = np.median(part)
+        part = part[~_level_spike(sorted_exact[bounds[code] : bounds[code + 1]])]
+        rows[code] = part.size
+        mad[code] = np.median(np.abs(part - median[code])) if part.size else 0.0
+    return median, mad, rows
+
+
+def _level_spike(values: np.ndarray) -> np.ndarray:
+    """Which of one level's ``values`` are its spike (see ``LEVEL_SPIKE_SHARE``): its most
+    frequent value, with the neighbouring value if that holds at least half as many."""
+    distinct, counts = np.unique(values, return_counts=True)
+    top = int(counts.argmax())
+    pile = [top]
+    for side in (top - 1, top + 1):
+        if 0 <= side < len(counts) and 2 * counts[side] >= counts[top] and len(pile) == 1:
+            pile.append(side)
+    low, high = min(pile), max(pile)
+    beside = counts[[i for i in (low - 1, high + 1) if 0 <= i < len(counts)]]
+    piled = counts[low : high + 1].sum() >= LEVEL_SPIKE_SHARE * len(values) and np.all(
+        beside <= LEVEL_PILE_RATIO * counts[low : high + 1].min()
+    )
+    return np.isin(values, distinct[low : high + 1]) if piled and len(values) > 1 else np.zeros(len(values), bool)
