@@ -58,19 +58,29 @@ def test_one_impossible_cell_in_a_wide_row_is_flagged_and_named_first() -> None:
 
 
 def test_lattice_walls_hold_where_values_pile_up_and_a_value_beyond_is_outside() -> None:
-    from nrad.cells import LatticeWalls
+    from nrad.cells import Walls
 
     rng = np.random.default_rng(3)
     visits = rng.poisson(2.5, 3000).astype(float)  # 0 in 8% of rows: a wall
     rating = rng.integers(1, 6, 3000).astype(float)  # 1 to 5, each a fifth: two walls
-    amount = rng.lognormal(3, 1, 3000)  # continuous: no walls
+    amount = rng.lognormal(3, 1, 3000)  # continuous, never negative: a wall at 0 only
+    balance = rng.normal(100, 80, 3000)  # negative now and then: no wall
     visits[:2] = -1.0  # a table fitted on itself holds its errors
-    walls = LatticeWalls.fit(np.column_stack([visits, rating, amount]), np.array([1.0, 1.0, 0.0]))
+    amount[2] = -1.0
+    walls = Walls.fit(np.column_stack([visits, rating, amount, balance]), np.array([1.0, 1.0, 0.0, 0.0]))
     assert walls.low[0] == 0 and walls.low[1] == 1 and walls.high[1] == 5
     assert np.isnan(walls.high[0]) or walls.high[0] >= visits.max() - 1  # a Poisson's top: no pile
-    assert np.isnan(walls.low[2]) and np.isnan(walls.high[2])
-    beyond = walls.beyond(np.array([[-1.0, 3.0, 5.0], [2.0, 6.0, 1e6], [0.0, 1.0, -5.0]]))
-    assert beyond.tolist() == [[True, False, False], [False, True, False], [False, False, False]]
+    assert walls.low[2] == 0 and np.isnan(walls.high[2])
+    assert np.isnan(walls.low[3]) and np.isnan(walls.high[3])
+    beyond = walls.beyond(
+        np.array([[-1.0, 3.0, 5.0, -50.0], [2.0, 6.0, 1e6, 1e4], [0.0, 1.0, 0.0, 0.0], [0.0, 1.0, -1.0, 0.0]])
+    )
+    assert beyond.tolist() == [
+        [True, False, False, False],
+        [False, True, False, False],
+        [False, False, False, False],
+        [False, False, True, False],
+    ]
 
 
 def test_a_negative_count_is_flagged_and_named() -> None:
@@ -84,4 +94,20 @@ def test_a_negative_count_is_flagged_and_named() -> None:
     scored, _ = model.score(df, fdr=0.1, in_sample=True)
     assert scored.loc[[7, 900], "flagged"].all()
     assert [first_feature(t) for t in scored.loc[[7, 900], "top_features"]] == ["visits", "visits"]
+    assert scored["flagged"].sum() <= 3
+
+
+def test_a_negative_value_of_a_column_never_negative_is_flagged_and_named() -> None:
+    # A battery level between 15 and 100%: -1 for "not read" lies a few of the lowest values'
+    # spacings below them, no further out than a tail fitted to them allows.
+    rng = np.random.default_rng(5)
+    n = 2000
+    temperature = rng.normal(15, 5, n).round(2)
+    df = pd.DataFrame({"battery": rng.uniform(15, 100, n).round(1), "temperature": temperature,
+                       "pressure": (1013 - 0.8 * temperature + rng.normal(0, 0.6, n)).round(2)})  # fmt: skip
+    df.loc[[11, 1500], "battery"] = -1.0
+    model = fit_table(df, random_state=0, max_epochs=20)
+    scored, _ = model.score(df, fdr=0.1, in_sample=True)
+    assert scored.loc[[11, 1500], "flagged"].all()
+    assert [first_feature(t) for t in scored.loc[[11, 1500], "top_features"]] == ["battery", "battery"]
     assert scored["flagged"].sum() <= 3

@@ -184,9 +184,9 @@ def _two_sided(upper: TailModel, lower: TailModel, high: np.ndarray, low: np.nda
 
 
 @dataclass
-class LatticeWalls:
-    """Per numeric feature, the walls of a lattice column (NaN: none): values beyond them are
-    outside the column's support (see ``WALL_SHARE``).
+class Walls:
+    """Per numeric feature, the walls of its values (NaN: none): values beyond them are outside
+    the column's support (a lattice column's, see ``WALL_SHARE``; 0, for a column never negative).
 
     Counts, ratings and capped scores pile up at their bounds, and a value
     one step beyond (-1 visits, a rating of 6 of 5) is no further out in
@@ -196,6 +196,12 @@ class LatticeWalls:
     column's values pile up at an extreme value and (almost) none lie
     beyond, that value bounds the column, and a value beyond it has
     p-value 0.
+
+    So does 0 bound a column whose values are (almost) all at least 0:
+    amounts, concentrations, durations, counts, percentages, years.  A
+    negative value there (a -1 written for "not measured", a battery at -5%)
+    is no number the column can hold, but a tail fitted to the column's
+    smallest values puts it only a few of their spacings further out.
     """
 
     low: np.ndarray
@@ -204,14 +210,18 @@ class LatticeWalls:
     half_step: np.ndarray
 
     @classmethod
-    def fit(cls, values: np.ndarray, spacing: np.ndarray) -> LatticeWalls:
+    def fit(cls, values: np.ndarray, spacing: np.ndarray) -> Walls:
         """From (n, p) training values in the table's units (NaN where missing) and each feature's
-        lattice spacing (0: continuous, no walls)."""
+        lattice spacing (0: continuous, no lattice walls)."""
         p = values.shape[1]
         low, high = np.full(p, np.nan), np.full(p, np.nan)
         for j in range(p):
             x = values[:, j][np.isfinite(values[:, j])]
-            if not spacing[j] > 0 or len(x) < MIN_CELL_VALUES:
+            if len(x) < MIN_CELL_VALUES:
+                continue
+            if np.sum(x < 0) <= BEYOND_WALL * len(x):
+                low[j] = 0.0
+            if not spacing[j] > 0:
                 continue
             levels, counts = np.unique(x, return_counts=True)
             allowed = BEYOND_WALL * len(x)
@@ -223,7 +233,7 @@ class LatticeWalls:
                 piled & (below <= allowed) & ((counts >= WALL_RATIO * inner_up) | (levels == 0))
             )
             highs = np.flatnonzero(piled & (above <= allowed) & (counts >= WALL_RATIO * inner_down))
-            low[j] = levels[lows[0]] if len(lows) else np.nan
+            low[j] = levels[lows[0]] if len(lows) else low[j]
             high[j] = levels[highs[-1]] if len(highs) else np.nan
         return cls(low, high, np.asarray(spacing, dtype=np.float64) / 2.0)
 
@@ -236,13 +246,13 @@ class LatticeWalls:
         return {f"{prefix}low": self.low, f"{prefix}high": self.high, f"{prefix}half_step": self.half_step}
 
     @classmethod
-    def from_state(cls, arrays: dict[str, np.ndarray], prefix: str, p: int) -> LatticeWalls:
+    def from_state(cls, arrays: dict[str, np.ndarray], prefix: str, p: int) -> Walls:
         got = [
             np.asarray(arrays[f"{prefix}{name}"], dtype=np.float64).reshape(-1)
             for name in ("low", "high", "half_step")
         ]
         if any(len(a) != p for a in got):
-            raise ValueError(f"lattice walls must have one entry per numeric feature ({p})")
+            raise ValueError(f"walls must have one entry per numeric feature ({p})")
         return cls(*got)
 
 

@@ -28,7 +28,7 @@ from safetensors.numpy import save as save_tensors
 
 from nrad import __version__
 from nrad.categories import CategoryModel
-from nrad.cells import LatticeWalls
+from nrad.cells import Walls
 from nrad.errors import NradError
 from nrad.evidence import ChannelTails
 from nrad.fusion import Fusion
@@ -254,7 +254,7 @@ def _rebuild(manifest: dict[str, Any], tensors: dict[str, np.ndarray]) -> TableM
         raise ValueError(
             f"cell tests are for {tails.cells.n_features} numeric features, the numeric model makes {p}"
         )
-    walls = LatticeWalls.from_state(tensors, "walls.", p) if "walls.low" in tensors else None
+    walls = Walls.from_state(tensors, "walls.", p) if "walls.low" in tensors else None
     residual_variance = float(manifest["residual_variance"])
     if not residual_variance > 0:
         raise ValueError("the components' residual variance must be positive")

@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from nrad.categories import CategoryModel
-from nrad.cells import LatticeWalls
+from nrad.cells import Walls
 from nrad.encoding import (
     SPIKE,
     Prepared,
@@ -128,7 +128,7 @@ class TableModel:
     residual_variance: float = 1.0
     #: The walls of lattice columns (counts, ratings): a value beyond one is outside the column's
     #: support (None without numbers).
-    walls: LatticeWalls | None = None
+    walls: Walls | None = None
     #: Cross-fitting: the fold of each training row (its rows are scored by the flow of that
     #: fold, which did not see them).  Only for the table just fitted; not saved.
     folds: np.ndarray | None = field(default=None, repr=False)
@@ -575,7 +575,7 @@ def fit_table(
         residuals = model.cell_residuals(prep, model.folds, y=spread)
         values = model.cell_values(prep, y=spread)
         distances = distance_statistic(model.gaussian_distance(z, model.folds), z.shape[1])
-        model.walls = LatticeWalls.fit(model.raw_values(prep), numeric.discrete)
+        model.walls = Walls.fit(model.raw_values(prep), numeric.discrete)
     if detector == "fused" and enc.numeric.shape[1]:
         say(f"fitting neighbour and isolation scores ({n_folds} folds)")
         model.fusion = Fusion.fit(z, model.folds, inside, random_state)
