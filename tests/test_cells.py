@@ -63,23 +63,25 @@ def test_lattice_walls_hold_where_values_pile_up_and_a_value_beyond_is_outside()
     rng = np.random.default_rng(3)
     visits = rng.poisson(2.5, 3000).astype(float)  # 0 in 8% of rows: a wall
     rating = rng.integers(1, 6, 3000).astype(float)  # 1 to 5, each a fifth: two walls
-    amount = rng.lognormal(3, 1, 3000)  # continuous, never negative: a wall at 0 only
+    battery = rng.uniform(15, 100, 3000)  # a battery level, continuous, far from 0: a wall at 0 only
     balance = rng.normal(100, 80, 3000)  # negative now and then: no wall
+    level = np.abs(rng.normal(50, 15, 3000))  # never negative, but down to near 0: no wall
     visits[:2] = -1.0  # a table fitted on itself holds its errors
-    amount[2] = -1.0
-    walls = Walls.fit(np.column_stack([visits, rating, amount, balance]), np.array([1.0, 1.0, 0.0, 0.0]))
+    battery[2] = -1.0
+    walls = Walls.fit(np.column_stack([visits, rating, battery, balance, level]), np.array([1.0, 1.0, 0, 0, 0]))
     assert walls.low[0] == 0 and walls.low[1] == 1 and walls.high[1] == 5
     assert np.isnan(walls.high[0]) or walls.high[0] >= visits.max() - 1  # a Poisson's top: no pile
     assert walls.low[2] == 0 and np.isnan(walls.high[2])
-    assert np.isnan(walls.low[3]) and np.isnan(walls.high[3])
+    assert np.isnan(walls.low[3:]).all() and np.isnan(walls.high[3:]).all()
     beyond = walls.beyond(
-        np.array([[-1.0, 3.0, 5.0, -50.0], [2.0, 6.0, 1e6, 1e4], [0.0, 1.0, 0.0, 0.0], [0.0, 1.0, -1.0, 0.0]])
-    )
+        np.array([[-1.0, 3.0, 5.0, -50.0, -1.0], [2.0, 6.0, 1e6, 1e4, 1e3], [0.0, 1.0, 0.0, 0.0, 0.0],
+                  [0.0, 1.0, -1.0, 0.0, 0.0]])
+    )  # fmt: skip
     assert beyond.tolist() == [
-        [True, False, False, False],
-        [False, True, False, False],
-        [False, False, False, False],
-        [False, False, True, False],
+        [True, False, False, False, False],
+        [False, True, False, False, False],
+        [False, False, False, False, False],
+        [False, False, True, False, False],
     ]
 
 

@@ -67,6 +67,11 @@ WALL_RATIO = 0.5
 #: ... as long as at most this share of its values lie beyond it (a table fitted on itself holds
 #: its errors): a value beyond the wall (a negative count) is outside the column's support.
 BEYOND_WALL = 0.001
+#: A column at least 0 (all but ``BEYOND_WALL`` of its values) has a wall at 0 when its smallest
+#: value at least 0 is at least this share of its median: 0 lies beyond its lower tail, not in
+#: it.  A column whose values run down to near 0 (a measurement of mean 50 and sd 15, negative
+#: in one row of a thousand) has no wall there: its rare negative values are ordinary.
+ZERO_WALL_GAP = 0.25
 #: A cell whose weighted p-value is at most this decides its row alone.  When several do (a
 #: broken relation: the birth year and the age of one row), the row names the one whose value is
 #: also unusual in its context (a birth year 200 years off, beside an ordinary age).
@@ -186,7 +191,7 @@ def _two_sided(upper: TailModel, lower: TailModel, high: np.ndarray, low: np.nda
 @dataclass
 class Walls:
     """Per numeric feature, the walls of its values (NaN: none): values beyond them are outside
-    the column's support (a lattice column's, see ``WALL_SHARE``; 0, for a column never negative).
+    the column's support (a lattice column's, see ``WALL_SHARE``; 0, see ``ZERO_WALL_GAP``).
 
     Counts, ratings and capped scores pile up at their bounds, and a value
     one step beyond (-1 visits, a rating of 6 of 5) is no further out in
@@ -197,11 +202,12 @@ class Walls:
     beyond, that value bounds the column, and a value beyond it has
     p-value 0.
 
-    So does 0 bound a column whose values are (almost) all at least 0:
-    amounts, concentrations, durations, counts, percentages, years.  A
-    negative value there (a -1 written for "not measured", a battery at -5%)
-    is no number the column can hold, but a tail fitted to the column's
-    smallest values puts it only a few of their spacings further out.
+    So does 0 bound a column whose values are (almost) all at least 0 and
+    stay well away from it (``ZERO_WALL_GAP``): concentrations, battery
+    levels, years.  A negative value there (a -1 written for "not measured",
+    a battery at -5%) is no number the column can hold, but a tail fitted to
+    the column's smallest values puts it only a few of their spacings
+    further out.
     """
 
     low: np.ndarray
@@ -219,7 +225,12 @@ class Walls:
             x = values[:, j][np.isfinite(values[:, j])]
             if len(x) < MIN_CELL_VALUES:
                 continue
-            if np.sum(x < 0) <= BEYOND_WALL * len(x):
+            positive = x[x >= 0]
+            if (
+                len(x) - len(positive) <= BEYOND_WALL * len(x)
+                and len(positive)
+                and positive.min() >= ZERO_WALL_GAP * np.median(positive) > 0
+            ):
                 low[j] = 0.0
             if not spacing[j] > 0:
                 continue
