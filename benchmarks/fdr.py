@@ -219,7 +219,7 @@ def _shapes(model: Any, in_sample: bool) -> dict[str, float]:
     cells = tails.cells
     out = {"row_shape": _shape(tails.row), "density_shape": _shape(tails.density),
            "distance_shape": _shape(tails.distance)}  # fmt: skip
-    for name in ("upper", "lower", "value_upper", "value_lower"):
+    for name in ("upper", "lower", "value_upper", "value_lower", "column_upper", "column_lower"):
         shapes = [_shape(t) for t in getattr(cells, name)] if cells is not None else []
         shapes = [s for s in shapes if np.isfinite(s)]
         out[f"cell_{name}_median"] = float(np.median(shapes)) if shapes else np.nan
@@ -293,17 +293,20 @@ def report(path: Path, qq: Path | None = None) -> str:
                   "fitted without the table's top scores), over the clean runs: median / 95th "
                   "percentile / largest. Cells: per run the median and the largest over the table's "
                   "columns; `residual` is the cell given the row's other numbers, `value` the cell in "
-                  "its context.", ""]  # fmt: skip
+                  "its context, `in its column` the cell in its column with no context.", ""]  # fmt: skip
         shape_cols = {"row score": "row_shape", "density (nats)": "density_shape", "robust distance": "distance_shape",
                       "cell residual (median column)": ["cell_upper_median", "cell_lower_median"],
                       "cell residual (largest column)": ["cell_upper_max", "cell_lower_max"],
                       "cell value (median column)": ["cell_value_upper_median", "cell_value_lower_median"],
-                      "cell value (largest column)": ["cell_value_upper_max", "cell_value_lower_max"]}  # fmt: skip
+                      "cell value (largest column)": ["cell_value_upper_max", "cell_value_lower_max"],
+                      "cell in its column (median column)": ["cell_column_upper_median", "cell_column_lower_median"],
+                      "cell in its column (largest column)": ["cell_column_upper_max", "cell_column_lower_max"]}  # fmt: skip
         table = []
         for mode, part in clean.groupby("mode"):
             for label, cols in shape_cols.items():
                 cols = [cols] if isinstance(cols, str) else cols
-                values = pd.concat([part[c] for c in cols if c in part]).dropna().to_numpy()
+                present = [part[c] for c in cols if c in part]  # runs of an older nrad lack some
+                values = pd.concat(present).dropna().to_numpy() if present else np.zeros(0)
                 if len(values):
                     table.append({"mode": mode, "channel": label,
                                   "shape": f"{np.median(values):.3f} / {np.quantile(values, 0.95):.3f} / "

@@ -38,7 +38,7 @@ def channels(model, df: pd.DataFrame, in_sample: bool) -> pd.DataFrame:
     density = model.density_prepared(prep, folds)[0]
     p_density = tails.density.p_values(density) if tails.density is not None else np.full(len(df), np.nan)
     p_dist = tails.distance.p_values(distance)
-    p_cells = tails.cells.p_values(residuals, values) if tails.cells is not None else np.ones((len(df), 0))
+    p_cells = tails.cells.p_values(residuals, values, prep.y) if tails.cells is not None else np.ones((len(df), 0))
     tested = model.tested_codes()
     p_cats = category_p_values(model.categories, prep.codes, prep.own_codes if in_sample else None)[:, tested]
     combined, which = row_p_values(model, prep, scores, z, folds)

@@ -12,13 +12,15 @@ from nrad.table import fit_table
 
 def test_numeric_cell_p_values_are_uniform_on_new_normal_residuals() -> None:
     rng = np.random.default_rng(0)
-    tests = NumericCellTests.fit(rng.normal(size=(5000, 2)), rng.normal(size=(5000, 2)))
-    p = tests.p_values(rng.normal(size=(20000, 2)), rng.normal(size=(20000, 2)))
+    tests = NumericCellTests.fit(*(rng.normal(size=(5000, 2)) for _ in range(3)))
+    p = tests.p_values(*(rng.normal(size=(20000, 2)) for _ in range(3)))
     for t in (0.01, 0.05, 0.2):
-        assert np.mean(p <= t) <= 1.3 * t + 0.002  # two tests per cell, Bonferroni: conservative
+        assert np.mean(p <= t) <= 1.3 * t + 0.002  # three tests per cell, Bonferroni: conservative
         assert np.mean(p <= t) >= 0.3 * t
-    assert tests.p_values(np.array([[20.0, -30.0]]), np.zeros((1, 2))).max() < 1e-10  # far values stay far
-    assert tests.p_values(np.zeros((1, 2)), np.array([[30.0, -40.0]])).max() < 1e-10
+    far = tests.p_values(np.array([[20.0, -30.0]]), np.zeros((1, 2)), np.zeros((1, 2)))
+    assert far.max() < 1e-10  # far values stay far
+    assert tests.p_values(np.zeros((1, 2)), np.array([[30.0, -40.0]]), np.zeros((1, 2))).max() < 1e-10
+    assert tests.p_values(np.zeros((1, 2)), np.zeros((1, 2)), np.array([[25.0, -25.0]])).max() < 1e-10
 
 
 def test_category_p_values_are_the_mass_of_levels_no_more_probable() -> None:
@@ -112,4 +114,29 @@ def test_a_negative_value_of_a_column_never_negative_is_flagged_and_named() -> N
     scored, _ = model.score(df, fdr=0.1, in_sample=True)
     assert scored.loc[[11, 1500], "flagged"].all()
     assert [first_feature(t) for t in scored.loc[[11, 1500], "top_features"]] == ["battery", "battery"]
+    assert scored["flagged"].sum() <= 3
+
+
+def test_a_value_beyond_its_whole_column_is_flagged_where_its_contexts_differ_in_spread() -> None:
+    # Garage years read per house type: each type's garages were built within a few years, but a
+    # tenth were rebuilt since, up to 2010, so the in-context values have a long upper tail (40 sd:
+    # an old type's new garages), while the column itself ends at 2010.  A garage 200 years later
+    # than its type's is 93 sd out in context, no further than that tail allows; in its column it
+    # is 190 years beyond the end.
+    rng = np.random.default_rng(6)
+    n = 3000
+    kind = rng.integers(0, 8, n)
+    centre = np.array([2005.0, 2003, 1950, 1925, 1970, 1995, 1940, 2000])
+    year = centre[kind] + 2 * rng.normal(size=n)
+    rebuilt = rng.random(n) < 0.1
+    year[rebuilt] = rng.uniform(centre[kind[rebuilt]], 2010)
+    cols = {"kind": np.array(list("abcdefgh"))[kind], "year": np.minimum(year, 2010).round(2)}
+    cols.update({f"m{j}": rng.normal(size=n) for j in range(30)})
+    df = pd.DataFrame(cols)
+    row = int(np.flatnonzero((kind == 4) & ~rebuilt)[0])
+    df.loc[row, "year"] += 200
+    model = fit_table(df, random_state=0, max_epochs=20)
+    scored, _ = model.score(df, fdr=0.1, in_sample=True)
+    assert scored.loc[row, "flagged"] and first_feature(scored.loc[row, "top_features"]) == "year"
+    assert scored.loc[row, "p_value"] < 1e-8  # 5e-6 read in context alone
     assert scored["flagged"].sum() <= 3

@@ -35,13 +35,13 @@ def test_tails_round_trip_through_their_state() -> None:
     n, p = 2000, 3
     tails = ChannelTails.fit(
         rng.gumbel(size=n), rng.exponential(size=n), None, rng.standard_t(5, size=(n, p)),
-        rng.normal(size=(n, p)), in_sample=True,
+        rng.normal(size=(n, p)), rng.lognormal(size=(n, p)), in_sample=True,
     )  # fmt: skip
     meta, arrays = tails.to_state()
     back = ChannelTails.from_state(meta, arrays)
     assert back.distance is None
     new = rng.gumbel(size=50) + 3, rng.exponential(size=50) * 3
     np.testing.assert_array_equal(back.row_log_p_values(*new, None), tails.row_log_p_values(*new, None))
-    res, val = rng.standard_t(5, size=(50, p)) * 3, rng.normal(size=(50, p))
-    for a, b in zip(back.cells.log_p_parts(res, val), tails.cells.log_p_parts(res, val), strict=True):
+    cells = rng.standard_t(5, size=(50, p)) * 3, rng.normal(size=(50, p)), rng.lognormal(size=(50, p)) * 2
+    for a, b in zip(back.cells.log_p_parts(*cells), tails.cells.log_p_parts(*cells), strict=True):
         np.testing.assert_array_equal(a, b)

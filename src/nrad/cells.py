@@ -21,7 +21,14 @@ dependence between them).
   extrapolates from where they are not yet exponential (a value 5 sd out
   called 3 to 30 times rarer than it is).  A column bounded
   below (counts, amounts) has a short lower tail, so a negative count is
-  far out even when it is only a few sd from the median.
+  far out even when it is only a few sd from the median.  It is also judged
+  by its value in its column, with no context at all: where a column's
+  contexts differ in spread (a garage year read per house type, some
+  types all built within five years), the in-context tail is heavy, and a
+  year of 2207 in a column running 1895-2010 is 26 sd out there and still
+  p = 3e-5; in its column it is 200 years beyond the column's short upper
+  tail.  A cell's p-value is three times the smallest of its three tests'
+  (Bonferroni over them).
 * **A category** (also a number's missing or spike indicator) is judged by
   the category model itself: the chance that a normal row, with this row's
   parent level, has a level at most as probable,
@@ -88,52 +95,64 @@ CATEGORY_SHARE = 0.2
 
 @dataclass
 class NumericCellTests:
-    """Per numeric feature, two tests of each cell, each with a tail per side (upper, lower):
-    its residual given the row's other numbers (``upper``, ``lower``), and its value given its
-    context (``value_upper``, ``value_lower``; see the module docstring)."""
+    """Per numeric feature, three tests of each cell, each with a tail per side (upper, lower):
+    its residual given the row's other numbers (``upper``, ``lower``), its value given its
+    context (``value_upper``, ``value_lower``) and its value in its column (``column_upper``,
+    ``column_lower``; see the module docstring)."""
 
     upper: list[TailModel]
     lower: list[TailModel]
     value_upper: list[TailModel]
     value_lower: list[TailModel]
+    column_upper: list[TailModel]
+    column_lower: list[TailModel]
 
     @classmethod
     def fit(
-        cls, residuals: np.ndarray, values: np.ndarray, trim: tuple[float, float] | None = None
+        cls,
+        residuals: np.ndarray,
+        values: np.ndarray,
+        columns: np.ndarray,
+        trim: tuple[float, float] | None = None,
     ) -> NumericCellTests:
-        """From (n, p) out-of-fold residuals of the training rows and their (n, p) values in
-        context (NaN where the cell is absent); ``trim``: see :meth:`nrad.calibration.TailModel.fit`."""
+        """From (n, p) out-of-fold residuals of the training rows, their (n, p) values in context
+        and their (n, p) values as the columns hold them, shaped (NaN where the cell is absent);
+        ``trim``: see :meth:`nrad.calibration.TailModel.fit`."""
         upper, lower = _side_tails(residuals, _surprise, trim, CELL_MAX_SHAPE, RESIDUAL_MIN_SCALE)
         value_upper, value_lower = _side_tails(values, np.asarray, trim, CELL_MAX_SHAPE)
-        return cls(upper, lower, value_upper, value_lower)
+        column_upper, column_lower = _side_tails(columns, np.asarray, trim, CELL_MAX_SHAPE)
+        return cls(upper, lower, value_upper, value_lower, column_upper, column_lower)
 
     @property
     def n_features(self) -> int:
         return len(self.upper)
 
-    def p_values(self, residuals: np.ndarray, values: np.ndarray) -> np.ndarray:
-        """(n, p) p-value of each cell (NaN where absent: not tested): the smaller of its two tests'
-        two-sided p-values, times two (Bonferroni over the two)."""
-        return np.exp(self.log_p_values(residuals, values))
+    def p_values(self, residuals: np.ndarray, values: np.ndarray, columns: np.ndarray) -> np.ndarray:
+        """(n, p) p-value of each cell (NaN where absent: not tested): the smallest of its three
+        tests' two-sided p-values, times three (Bonferroni over the three)."""
+        return np.exp(self.log_p_values(residuals, values, columns))
 
-    def log_p_values(self, residuals: np.ndarray, values: np.ndarray) -> np.ndarray:
+    def log_p_values(self, residuals: np.ndarray, values: np.ndarray, columns: np.ndarray) -> np.ndarray:
         """Natural logs of :meth:`p_values` (finite where they underflow)."""
-        given_row, in_context = self.log_p_parts(residuals, values)
-        return np.minimum(np.log(2.0) + np.minimum(given_row, in_context), 0.0)
+        parts = self.log_p_parts(residuals, values, columns)
+        return np.minimum(np.log(len(parts)) + np.minimum.reduce(parts), 0.0)
 
-    def log_p_parts(self, residuals: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(n, p) log two-sided p-values of each cell's two tests: its residual given the row, its
-        value in context (NaN where the cell is absent)."""
-        given_row, in_context = np.full(residuals.shape, np.nan), np.full(residuals.shape, np.nan)
+    def log_p_parts(
+        self, residuals: np.ndarray, values: np.ndarray, columns: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(n, p) log two-sided p-values of each cell's three tests: its residual given the row, its
+        value in context, its value in its column (NaN where the cell is absent)."""
+        parts = tuple(np.full(residuals.shape, np.nan) for _ in range(3))
         for j in range(self.n_features):
-            t, r = residuals[:, j], values[:, j]
-            seen = np.isfinite(t) & np.isfinite(r)
+            t, r, c = residuals[:, j], values[:, j], columns[:, j]
+            seen = np.isfinite(t) & np.isfinite(r) & np.isfinite(c)
             if seen.any():
-                given_row[seen, j] = _two_sided(
+                parts[0][seen, j] = _two_sided(
                     self.upper[j], self.lower[j], _surprise(t[seen]), _surprise(-t[seen])
                 )
-                in_context[seen, j] = _two_sided(self.value_upper[j], self.value_lower[j], r[seen], -r[seen])
-        return given_row, in_context
+                parts[1][seen, j] = _two_sided(self.value_upper[j], self.value_lower[j], r[seen], -r[seen])
+                parts[2][seen, j] = _two_sided(self.column_upper[j], self.column_lower[j], c[seen], -c[seen])
+        return parts
 
     def to_state(self, prefix: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         meta: dict[str, Any] = {"n_features": self.n_features}
@@ -156,7 +175,7 @@ class NumericCellTests:
         return cls(**sides)
 
 
-_SIDES = ("upper", "lower", "value_upper", "value_lower")
+_SIDES = ("upper", "lower", "value_upper", "value_lower", "column_upper", "column_lower")
 
 
 def _side_tails(

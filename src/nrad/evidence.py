@@ -73,6 +73,7 @@ class ChannelTails:
         distances: np.ndarray | None,
         residuals: np.ndarray | None,
         values: np.ndarray | None,
+        columns: np.ndarray | None = None,
         in_sample: bool = False,
     ) -> ChannelTails:
         """From the training rows' out-of-fold statistics (None: no such channel)."""
@@ -82,8 +83,8 @@ class ChannelTails:
             None if density is None else TailModel.fit(density, trim(SCORE_TRIM), DENSITY_MAX_SHAPE),
             None if distances is None else TailModel.fit(distances, trim(DISTANCE_TRIM), CELL_MAX_SHAPE),
             None
-            if residuals is None or values is None
-            else NumericCellTests.fit(residuals, values, trim(CELL_TRIM)),
+            if residuals is None or values is None or columns is None
+            else NumericCellTests.fit(residuals, values, columns, trim(CELL_TRIM)),
         )
 
     def row_log_p_values(
@@ -155,7 +156,7 @@ def row_p_values(
         else None
     )
     cells = (
-        (model.cell_residuals(prep, folds), model.cell_values(prep)) if tails.cells is not None else None
+        (model.cell_residuals(prep, folds), model.cell_values(prep), prep.y) if tails.cells is not None else None
     )
     log_p = tails.row_log_p_values(scores, density, distance)
     n_rows = log_p.shape[1]
@@ -186,7 +187,7 @@ def row_p_values(
 def _name_among_decisive(
     model: TableModel,
     cell_tests: NumericCellTests,
-    cells: tuple[np.ndarray, np.ndarray],
+    cells: tuple[np.ndarray, np.ndarray, np.ndarray],
     beyond: np.ndarray | None,
     log_p: np.ndarray,
     weights: np.ndarray,
@@ -194,17 +195,18 @@ def _name_among_decisive(
     which: np.ndarray,
     cause: np.ndarray,
 ) -> np.ndarray:
-    """Where several numeric cells each decide their row alone (``DECISIVE``), the one whose two
+    """Where several numeric cells each decide their row alone (``DECISIVE``), the one whose
     tests together give the most evidence is named: a broken relation's two cells are both far
-    from what the other predicts, but only the wrong one is also unusual in its context."""
+    from what the other predicts, but only the wrong one is also unusual in its context or its
+    column."""
     p = cell_tests.n_features
     weighted = log_p[:, n_rows : n_rows + p] - np.log(weights[n_rows : n_rows + p])
     decisive = weighted <= np.log(DECISIVE)
     rows = np.flatnonzero((decisive.sum(axis=1) >= 2) & (which >= n_rows) & (which < n_rows + p))
     if not len(rows):
         return cause
-    given_row, in_context = cell_tests.log_p_parts(cells[0][rows], cells[1][rows])
-    evidence = np.nan_to_num(given_row + in_context, nan=np.inf, posinf=np.inf)
+    parts = cell_tests.log_p_parts(*(part[rows] for part in cells))
+    evidence = np.nan_to_num(sum(parts), nan=np.inf, posinf=np.inf)
     if beyond is not None:
         evidence[beyond[rows]] = -np.inf
     evidence = np.where(decisive[rows], evidence, np.inf)

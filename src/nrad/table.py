@@ -565,7 +565,7 @@ def fit_table(
             model.detectors = fit_together(flows, train, validation=held)
     prep = Prepared(numeric.shape(enc.numeric), codes, enc.counts, enc.missing)
     density, z, _ = model.density_prepared(prep, model.folds)
-    scores, distances, residuals, values = density, None, None, None
+    scores, distances, residuals, values, spread = density, None, None, None, None
     if enc.numeric.shape[1]:
         # Calibrated on the dequantized values (a count spread over its unit cell, a two-valued
         # column over the gap between its values), as the flows were trained: tied residuals
@@ -583,11 +583,11 @@ def fit_table(
         model.fusion.calibrate(density, members)
         scores = model.fusion.combine(density, members)
     fused = model.fusion is not None
-    model.tails = ChannelTails.fit(scores, density if fused else None, distances, residuals, values)
+    model.tails = ChannelTails.fit(scores, density if fused else None, distances, residuals, values, spread)
     # The table scored against itself holds its anomalies: each channel's own tail leaves its top
     # scores out (see ChannelTails.fit).
     model.own_tails = ChannelTails.fit(
-        scores, density if fused else None, distances, residuals, values, in_sample=True
+        scores, density if fused else None, distances, residuals, values, spread, in_sample=True
     )
     info.update(n_train_rows=len(features), preprocess_counts={**schema.counts, **enc.counts})
     return model
