@@ -22,13 +22,11 @@ dependence between them).
   called 3 to 30 times rarer than it is).  A column bounded
   below (counts, amounts) has a short lower tail, so a negative count is
   far out even when it is only a few sd from the median.  It is also judged
-  by its value in its column, with no context at all: where a column's
-  contexts differ in spread (a garage year read per house type, some
-  types all built within five years), the in-context tail is heavy, and a
-  year of 2207 in a column running 1895-2010 is 26 sd out there and still
-  p = 3e-5; in its column it is 200 years beyond the column's short upper
-  tail.  A cell's p-value is three times the smallest of its three tests'
-  (Bonferroni over them).
+  by its value in its column, with no context at all: where the tail of a
+  column's in-context values is heavy, a year of 2207 in a column running
+  1895-2010 is 26 sd out in its context and still p = 3e-5; in its column
+  it is 200 years beyond the column's short upper tail.  A cell's p-value
+  is three times the smallest of its three tests' (Bonferroni over them).
 * **A category** (also a number's missing or spike indicator) is judged by
   the category model itself: the chance that a normal row, with this row's
   parent level, has a level at most as probable,
