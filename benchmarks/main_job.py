@@ -58,8 +58,9 @@ def make(family: str, rows: int, anomalies: int, seed: int) -> synthetic.Planted
     return synthetic.FAMILIES[family](rows, anomalies, random_state=seed)
 
 
-def judge(scores: pd.DataFrame, truth: pd.DataFrame) -> dict[str, Any]:
-    """Flags and first named columns of a scores file against the planted truth."""
+def judge(scores: pd.DataFrame, truth: pd.DataFrame, rare: Any = None) -> dict[str, Any]:
+    """Flags and first named columns of a scores file against the planted truth; ``rare``: the rows
+    whose only oddity is a rare but legitimate value (None: not tracked)."""
     flagged = scores["flagged"].to_numpy(dtype=bool)
     planted = np.zeros(len(scores), dtype=bool)
     planted[truth["row"].to_numpy()] = True
@@ -80,6 +81,7 @@ def judge(scores: pd.DataFrame, truth: pd.DataFrame) -> dict[str, Any]:
         "first_named": float(np.mean(named)) if named else float("nan"),
         "named": int(np.sum(named)),
         **kinds,
+        **({} if rare is None else {"rare": f"{int(flagged[np.asarray(rare, dtype=int)].sum())}/{len(rare)}"}),
     }
 
 
@@ -104,7 +106,7 @@ def one_table(
         ("fit + score", "b.csv", [t_fit, t_score], max(m_fit, m_score)),
     ):
         scores = pd.read_csv(work / name, keep_default_na=False)
-        out.append({"family": family, "seed": seed, "way": way, **judge(scores, table.truth),
+        out.append({"family": family, "seed": seed, "way": way, **judge(scores, table.truth, table.rare),
                     "seconds": round(sum(secs), 1), "peak_mib": round(mem)})  # fmt: skip
     return out
 
@@ -128,10 +130,11 @@ def summary(path: Path) -> str:
     })  # fmt: skip
     kinds = []
     for (family, way), part in ways:
-        for col in [c for c in part.columns if c.startswith("kind:")]:
+        for col in [c for c in part.columns if c.startswith("kind:") or c == "rare"]:
             counts = part[col].dropna().astype(str).str.split("/", expand=True).astype(int)
             if len(counts):
-                kinds.append({"family": family, "way": way, "kind": col[5:],
+                kind = col[5:] if col != "rare" else "(not planted: a rare but legitimate value alone)"
+                kinds.append({"family": family, "way": way, "kind": kind,
                               "flagged": f"{counts[0].sum()} of {counts[1].sum()}"})  # fmt: skip
     seeds = ", ".join(map(str, sorted(runs["seed"].unique())))
     return "\n".join(
