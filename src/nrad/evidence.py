@@ -73,7 +73,7 @@ class ChannelTails:
         distances: np.ndarray | None,
         residuals: np.ndarray | None,
         values: np.ndarray | None,
-        columns: np.ndarray | None = None,
+        columns: np.ndarray | None,
         in_sample: bool = False,
     ) -> ChannelTails:
         """From the training rows' out-of-fold statistics (None: no such channel)."""
