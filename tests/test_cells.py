@@ -87,6 +87,17 @@ def test_lattice_walls_hold_where_values_pile_up_and_a_value_beyond_is_outside()
     ]
 
 
+def _flagged_alone(df: pd.DataFrame, rows: list[int], column: str) -> pd.DataFrame:
+    """``nrad detect`` on ``df``: the ``rows`` flagged and named by ``column`` first, few others
+    flagged; the scored rows."""
+    model = fit_table(df, random_state=0, max_epochs=20)
+    scored, _ = model.score(df, fdr=0.1, in_sample=True)
+    assert scored.loc[rows, "flagged"].all()
+    assert [first_feature(t) for t in scored.loc[rows, "top_features"]] == [column] * len(rows)
+    assert scored["flagged"].sum() <= 3
+    return scored
+
+
 def test_a_negative_count_is_flagged_and_named() -> None:
     rng = np.random.default_rng(4)
     n = 2000
@@ -94,11 +105,7 @@ def test_a_negative_count_is_flagged_and_named() -> None:
     df = pd.DataFrame({"age": age, "visits": rng.poisson(np.exp(0.5 + 0.01 * (age - 50))),
                        "weight": rng.normal(75, 12, n).round(1), "ward": rng.choice(["a", "b"], n)})  # fmt: skip
     df.loc[[7, 900], "visits"] = -1
-    model = fit_table(df, random_state=0, max_epochs=20)
-    scored, _ = model.score(df, fdr=0.1, in_sample=True)
-    assert scored.loc[[7, 900], "flagged"].all()
-    assert [first_feature(t) for t in scored.loc[[7, 900], "top_features"]] == ["visits", "visits"]
-    assert scored["flagged"].sum() <= 3
+    _flagged_alone(df, [7, 900], "visits")
 
 
 def test_a_negative_value_of_a_column_never_negative_is_flagged_and_named() -> None:
@@ -110,11 +117,7 @@ def test_a_negative_value_of_a_column_never_negative_is_flagged_and_named() -> N
     df = pd.DataFrame({"battery": rng.uniform(15, 100, n).round(1), "temperature": temperature,
                        "pressure": (1013 - 0.8 * temperature + rng.normal(0, 0.6, n)).round(2)})  # fmt: skip
     df.loc[[11, 1500], "battery"] = -1.0
-    model = fit_table(df, random_state=0, max_epochs=20)
-    scored, _ = model.score(df, fdr=0.1, in_sample=True)
-    assert scored.loc[[11, 1500], "flagged"].all()
-    assert [first_feature(t) for t in scored.loc[[11, 1500], "top_features"]] == ["battery", "battery"]
-    assert scored["flagged"].sum() <= 3
+    _flagged_alone(df, [11, 1500], "battery")
 
 
 def test_a_value_beyond_its_whole_column_is_flagged_where_its_contexts_differ_in_spread() -> None:
@@ -135,8 +138,5 @@ def test_a_value_beyond_its_whole_column_is_flagged_where_its_contexts_differ_in
     df = pd.DataFrame(cols)
     row = int(np.flatnonzero((kind == 4) & ~rebuilt)[0])
     df.loc[row, "year"] += 200
-    model = fit_table(df, random_state=0, max_epochs=20)
-    scored, _ = model.score(df, fdr=0.1, in_sample=True)
-    assert scored.loc[row, "flagged"] and first_feature(scored.loc[row, "top_features"]) == "year"
+    scored = _flagged_alone(df, [row], "year")
     assert scored.loc[row, "p_value"] < 1e-8  # 5e-6 read in context alone
-    assert scored["flagged"].sum() <= 3

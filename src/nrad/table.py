@@ -126,8 +126,9 @@ class TableModel:
     #: variance ``residual_variance`` per dimension.  None: the flows read ``z`` itself.
     basis: np.ndarray | None = None
     residual_variance: float = 1.0
-    #: The walls of lattice columns (counts, ratings): a value beyond one is outside the column's
-    #: support (None without numbers).
+    #: The walls of the numbers (a lattice column's bounds, a column's 0; see
+    #: :class:`nrad.cells.Walls`): a value beyond one is outside the column's support (None
+    #: without numbers).
     walls: Walls | None = None
     #: Cross-fitting: the fold of each training row (its rows are scored by the flow of that
     #: fold, which did not see them).  Only for the table just fitted; not saved.
