@@ -83,3 +83,24 @@ def test_no_rows() -> None:
     assert kern.pure_log_density(_rows(0), (1,)).shape == (0,)
     s, logdet = kern.sources(_rows(0))
     assert s.shape == (0, DIM) and logdet.shape == (0,)
+
+
+def test_a_flows_kernel_is_built_once_and_again_after_its_weights_change() -> None:
+    flow = _flow(True)
+    x = _rows(200)
+    kern = ScoringKernel.of(flow)
+    assert ScoringKernel.of(flow) is kern
+    with torch.no_grad():
+        for p in flow.parameters():
+            p.mul_(0.9)  # in place, as an optimizer step changes them
+    fresh = ScoringKernel.of(flow)
+    assert fresh is not kern
+    with torch.inference_mode():
+        torch.testing.assert_close(
+            fresh.pure_log_density(x, (2,)), pure_log_density(flow, x, (2,)), rtol=1e-12, atol=1e-10
+        )
+    other = _flow(True)
+    other.layers[1].perm.copy_(other.layers[1].perm.flip(0))  # a permutation copied in (training does)
+    before = ScoringKernel.of(other)
+    other.layers[1].perm.copy_(other.layers[1].perm.flip(0))
+    assert ScoringKernel.of(other) is not before

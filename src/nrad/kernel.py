@@ -36,6 +36,7 @@ gradients and use the autograd form.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -53,6 +54,12 @@ TANGENT_COLUMNS = 4096
 #: kernel computes the rows in tiles, and the rows of a last, partial tile are summed in
 #: another order (a row's score would change in its last bit with its place among the rows).
 ROW_MULTIPLE = 96
+
+
+#: Each flow's kernel with its weights' version counters; an entry goes with its flow.
+_KERNELS: weakref.WeakKeyDictionary[CouplingFlow, tuple[tuple[int, ...], ScoringKernel]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 @dataclass(frozen=True)
@@ -172,6 +179,23 @@ class ScoringKernel:
         self.couplings = [_Coupling.of(layer) for layer in layers]
         self.dim = flow.dim
         self.dtype = next(flow.parameters()).dtype
+
+    @classmethod
+    def of(cls, flow: CouplingFlow) -> ScoringKernel:
+        """The kernel of ``flow``'s current weights, built once and kept while they stay the same.
+
+        Explanations score a few hundred trial rows per call, thousands of
+        calls per table; building a kernel (the LU layer's inverse, the
+        weights' copies) took as long as scoring the rows.  A weight or
+        permutation changed in place (an optimizer step, ``load_state_dict``)
+        bumps its tensor's version counter, which the cache compares.
+        """
+        versions = tuple(t._version for t in (*flow.parameters(), *flow.buffers()))
+        cached = _KERNELS.get(flow)
+        if cached is None or cached[0] != versions:
+            cached = (versions, cls(flow))
+            _KERNELS[flow] = cached
+        return cached[1]
 
     def sources(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """``(s, log|det ds/dx|)`` of row-major ``x``; ``s`` row-major."""

@@ -280,7 +280,7 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
 
     def _log_density_standardized(self, Z: torch.Tensor) -> np.ndarray:
         noise = tuple(int(i) for i in self.noise_sources_)
-        kernel = ScoringKernel(self.flow_)
+        kernel = ScoringKernel.of(self.flow_)
         return map_chunks(Z, lambda z: kernel.pure_log_density(z, noise, self.latent_tail))
 
     def p_values(self, X: Any) -> np.ndarray:
@@ -339,7 +339,7 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
 
     def transform(self, X: Any) -> np.ndarray:
         """The estimated sources ``s = f(x)`` of each row, shape (n, n_features_in_)."""
-        kernel = ScoringKernel(self.flow_)
+        kernel = ScoringKernel.of(self.flow_)
         return map_chunks(self._standardize(X), lambda z: kernel.sources(z)[0])
 
     # -- helpers ---------------------------------------------------------
