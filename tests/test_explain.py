@@ -173,3 +173,40 @@ def test_a_category_whose_parent_is_a_numbers_indicator_is_explained() -> None:
     top, reason = model.describe(frame, in_sample=True, rows=np.array([5]))
     assert first_feature(top[0]) == "pool_qc", top
     assert "with pool_area 0" in reason[0], reason
+
+
+def test_pair_candidates_are_a_rows_largest_gains_and_farthest_values() -> None:
+    from nrad.explain import PAIR_CANDIDATES, _pair_candidates
+
+    rng = np.random.default_rng(0)
+    narrow = rng.normal(size=(5, PAIR_CANDIDATES))
+    assert _pair_candidates(narrow, np.zeros_like(narrow)).all()
+    p = 3 * PAIR_CANDIDATES
+    z, gains = rng.normal(0, 0.1, size=(2, p)), np.zeros((2, p))
+    z[0, 0], gains[0, 1] = 9.0, 5.0  # far out; a gain
+    z[0, 2], gains[0, 2] = 0.0, np.nan  # typical, nothing to repair
+    got = _pair_candidates(z, gains)
+    assert got.sum(axis=1).max() <= 2 * PAIR_CANDIDATES
+    assert got[0, 0] and got[0, 1] and not got[0, 2]
+
+
+def test_a_wide_tables_pairs_credited_for_candidates_only_name_the_same_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 14 numbers, two of them a temperature and the pressure that follows it; rows where both moved
+    # together along their relation (each repaired alone breaks it), one cell 10 sd off, both.
+    import nrad.explain as explain
+
+    rng = np.random.default_rng(3)
+    n = 800
+    base = rng.normal(size=(n, 14))
+    base[:, 1] = 2.0 * base[:, 0] + 0.1 * rng.normal(size=n)
+    df = pd.DataFrame(base, columns=[f"x{j}" for j in range(14)])
+    df.loc[:4, ["x0", "x1"]] += np.array([4.0, 8.0])
+    df.loc[5:9, "x7"] += 10.0
+    model = fit_table(df, random_state=0, max_epochs=20)
+    rows = np.arange(20)
+    limited = model.describe(df, in_sample=True, rows=rows)
+    monkeypatch.setattr(explain, "PAIR_CANDIDATES", 14)
+    every = model.describe(df, in_sample=True, rows=rows)
+    assert limited == every
+    assert all("x0" in top and "x1" in top for top in limited[0][:5]), limited[0][:5]
+    assert all(top.startswith("x7") for top in limited[0][5:10]), limited[0][5:10]

@@ -33,6 +33,7 @@ unless asked for every row.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,13 @@ TOP_FEATURES = 3
 MAX_LEVEL_CANDIDATES = 64
 #: Rows repaired at once (each expands to a few hundred candidate rows).
 REPAIR_CHUNK = 256
+#: Cells of trial rows per flow call: several columns' trials go into one call.  One call per
+#: column scored a few hundred rows, and on a 400-column table each call's fixed costs (the
+#: folds, the threads) were most of its time.
+TRIAL_CELLS = 4_000_000
+#: Related pairs are credited, per row, where one of the two is among this many of its numeric
+#: features (see _pair_candidates).
+PAIR_CANDIDATES = 8
 NUMERIC, CATEGORICAL = 1, 2
 
 
@@ -106,13 +114,11 @@ def _repair_chunk(model: TableModel, prep: Prepared, folds: np.ndarray | None) -
 
     grid, grid_terms = model.numeric.grid, _grid_terms(model)
     sources = model.schema.numeric_sources
-    for j in range(z.shape[1]):
-        trial = np.repeat(z, grid.shape[1], axis=0)
-        trial[:, j] = np.tile(grid[j], n)
-        trial_folds = None if folds is None else np.repeat(folds, grid.shape[1])
+    every_row = np.arange(n)
+    singles = [((j,), grid[j][:, None], every_row) for j in range(z.shape[1])]
+    for ((j,), _, _), trial_scores in _trial_scores(model, z, folds, singles):
         # The cell's terms go; the repaired value's own tail term comes in (no clip: it is typical).
-        totals = (base - flow - terms[:, j])[:, None] + grid_terms[j][None, :]
-        totals = totals + model.flow_score(trial, trial_folds).reshape(n, -1)
+        totals = (base - flow - terms[:, j])[:, None] + grid_terms[j][None, :] + trial_scores
         offer(sources[j], totals, grid[j], NUMERIC, j)
     for f, column in enumerate(_categorical_columns(model)):
         candidates = _level_candidates(model, f)
@@ -209,26 +215,91 @@ def _credit_pairs(
         return
     base = rest + model.flow_score(z, folds)
     grid_terms = _grid_terms(model)
-    for j, k in model.numeric.related:
+    candidates = _pair_candidates(z, gains[:, sources])
+    pairs = [
+        ((j, k), np.column_stack([np.repeat(grid[j], g), np.tile(grid[k], g)]), rows)
+        for j, k in model.numeric.related
+        if sources[j] != sources[k] and (rows := np.flatnonzero(candidates[:, j] | candidates[:, k])).size
+    ]
+    for ((j, k), _, rows), trial_scores in _trial_scores(model, z, folds, pairs):
         cj, ck = sources[j], sources[k]
-        if cj == ck:
-            continue
-        trial = np.repeat(z, g * g, axis=0)
-        trial[:, j] = np.tile(np.repeat(grid[j], g), n)
-        trial[:, k] = np.tile(np.tile(grid[k], g), n)
-        trial_folds = None if folds is None else np.repeat(folds, g * g)
         # The repaired values lie inside the soft clip: their clip terms go, their tail terms come in.
         pair_terms = np.repeat(grid_terms[j], g) + np.tile(grid_terms[k], g)
-        totals = (rest - terms[:, j] - terms[:, k])[:, None] + pair_terms[None, :]
-        totals = totals + model.flow_score(trial, trial_folds).reshape(n, -1)
+        totals = (rest[rows] - terms[rows, j] - terms[rows, k])[:, None] + pair_terms[None, :] + trial_scores
         pick = np.argmin(totals, axis=1)
-        pair = np.maximum(base - totals[np.arange(n), pick], 0.0)
+        pair = np.maximum(base[rows] - totals[np.arange(len(rows)), pick], 0.0)
         for c, other, mine in ((cj, ck, j), (ck, cj, k)):
-            shapley = (gains[:, c] + pair - gains[:, other]) / 2.0
-            better = shapley > gains[:, c]
-            gains[better, c] = shapley[better]
-            kind[better, c], feature[better, c] = NUMERIC, mine
-            value[better, c] = grid[mine][pick[better] // g if mine == j else pick[better] % g]
+            shapley = (gains[rows, c] + pair - gains[rows, other]) / 2.0
+            better = shapley > gains[rows, c]
+            at = rows[better]
+            gains[at, c] = shapley[better]
+            kind[at, c], feature[at, c] = NUMERIC, mine
+            value[at, c] = grid[mine][pick[better] // g if mine == j else pick[better] % g]
+
+
+def _pair_candidates(z: np.ndarray, single: np.ndarray) -> np.ndarray:
+    """(n, p) booleans: the numeric features a row's pairs are credited for (one of the two must be).
+
+    A row's ``PAIR_CANDIDATES`` features with the largest single gains (the
+    columns it may name) and with the largest ``|z|`` (two columns shifted
+    together along their relation: either one repaired alone breaks it, so
+    both single gains are small, but each is far out); every feature when
+    there are no more.  A wide table's row has thousands of related pairs,
+    each ``GRID ** 2`` scores; the others cannot change what it names first.
+    """
+    n, p = z.shape
+    if p <= PAIR_CANDIDATES:
+        return np.ones((n, p), dtype=bool)
+    out = np.zeros((n, p), dtype=bool)
+    for score in (single, np.abs(z)):
+        score = np.nan_to_num(score, nan=-np.inf)
+        top = np.argpartition(-score, PAIR_CANDIDATES - 1, axis=1)[:, :PAIR_CANDIDATES]
+        out[np.arange(n)[:, None], top] = True
+    return out
+
+
+def _trial_scores(
+    model: TableModel,
+    z: np.ndarray,
+    folds: np.ndarray | None,
+    settings: Sequence[tuple[tuple[int, ...], np.ndarray, np.ndarray]],
+) -> Iterator[tuple[tuple[tuple[int, ...], np.ndarray, np.ndarray], np.ndarray]]:
+    """Each setting ``(features, values, rows)`` with the flow scores, shape ``(len(rows), m)``, of
+    the rows ``rows`` of ``z`` with those features set to each of the ``m`` rows of ``values``.
+
+    As many settings per flow call as fit in ``TRIAL_CELLS`` (a row's score
+    does not depend on the rows beside it).
+    """
+    batch: list[tuple[tuple[int, ...], np.ndarray, np.ndarray]] = []
+    cells = 0
+    for setting in settings:
+        batch.append(setting)
+        cells += len(setting[2]) * len(setting[1]) * z.shape[1]
+        if cells >= TRIAL_CELLS:
+            yield from _score_trials(model, z, folds, batch)
+            batch, cells = [], 0
+    if batch:
+        yield from _score_trials(model, z, folds, batch)
+
+
+def _score_trials(
+    model: TableModel,
+    z: np.ndarray,
+    folds: np.ndarray | None,
+    batch: list[tuple[tuple[int, ...], np.ndarray, np.ndarray]],
+) -> Iterator[tuple[tuple[tuple[int, ...], np.ndarray, np.ndarray], np.ndarray]]:
+    """:func:`_trial_scores` of one flow call."""
+    trials, trial_folds = [], []
+    for features, values, rows in batch:
+        trial = np.repeat(z[rows], len(values), axis=0)
+        trial[:, list(features)] = np.tile(values, (len(rows), 1))
+        trials.append(trial)
+        if folds is not None:
+            trial_folds.append(np.repeat(folds[rows], len(values)))
+    scores = model.flow_score(np.concatenate(trials), None if folds is None else np.concatenate(trial_folds))
+    ends = np.cumsum([len(rows) * len(values) for _, values, rows in batch])[:-1]
+    for setting, part in zip(batch, np.split(scores, ends), strict=True):
+        yield setting, part.reshape(len(setting[2]), len(setting[1]))
 
 
 def _categorical_columns(model: TableModel) -> list[int]:
