@@ -37,6 +37,8 @@ from timing import run  # the same /usr/bin/time runner (benchmarks/timing.py)
 from nrad import synthetic
 from nrad.explain import first_feature
 
+#: The ways of working, as the rows of the results name them.
+WAYS = ("detect", "fit + score")
 IDS = {
     "transactions": "txn_id",
     "issue-kinds": "txn_id",
@@ -86,7 +88,13 @@ def judge(scores: pd.DataFrame, truth: pd.DataFrame, rare: Any = None) -> dict[s
 
 
 def one_table(
-    family: str, seed: int, rows: int, report: bool, keep: Path | None, options: tuple[str, ...] = ()
+    family: str,
+    seed: int,
+    rows: int,
+    report: bool,
+    keep: Path | None,
+    options: tuple[str, ...] = (),
+    ways: tuple[str, ...] = WAYS,
 ) -> list[dict[str, Any]]:
     work = Path(tempfile.mkdtemp(prefix="nrad-main-job-")) if keep is None else keep / f"{family}-{seed}"
     work.mkdir(parents=True, exist_ok=True)
@@ -95,16 +103,18 @@ def one_table(
     table.frame.to_csv(work / "T.csv", index=False)
     ident = IDS[family]
     extra = ["--report", "a.html"] if report else []
-    t_detect, m_detect = run(
-        ["detect", "T.csv", "--id-column", ident, "--fdr", "0.1", "--out", "a.csv", *extra, *options], work
-    )
-    t_fit, m_fit = run(["fit", "clean.csv", "--id-column", ident, "--model", "m.nrad", *options], work)
-    t_score, m_score = run(["score", "T.csv", "--model", "m.nrad", "--fdr", "0.1", "--out", "b.csv"], work)
+    runs = []
+    if "detect" in ways:
+        t_detect, m_detect = run(
+            ["detect", "T.csv", "--id-column", ident, "--fdr", "0.1", "--out", "a.csv", *extra, *options], work
+        )
+        runs.append(("detect", "a.csv", [t_detect], m_detect))
+    if "fit + score" in ways:
+        t_fit, m_fit = run(["fit", "clean.csv", "--id-column", ident, "--model", "m.nrad", *options], work)
+        t_score, m_score = run(["score", "T.csv", "--model", "m.nrad", "--fdr", "0.1", "--out", "b.csv"], work)
+        runs.append(("fit + score", "b.csv", [t_fit, t_score], max(m_fit, m_score)))
     out = []
-    for way, name, secs, mem in (
-        ("detect", "a.csv", [t_detect], m_detect),
-        ("fit + score", "b.csv", [t_fit, t_score], max(m_fit, m_score)),
-    ):
+    for way, name, secs, mem in runs:
         scores = pd.read_csv(work / name, keep_default_na=False)
         out.append({"family": family, "seed": seed, "way": way, **judge(scores, table.truth, table.rare),
                     "seconds": round(sum(secs), 1), "peak_mib": round(mem)})  # fmt: skip
@@ -178,17 +188,23 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=None, help="append the rows to this CSV")
     parser.add_argument(
+        "--ways", default="detect,fit + score", help="ways of working to run, comma-separated: " + ", ".join(WAYS)
+    )
+    parser.add_argument(
         "--summary", type=Path, default=None, help="only print the markdown summary of this CSV"
     )
     args = parser.parse_args()
     if args.summary is not None:
         print(summary(args.summary))
         return
+    ways = tuple(args.ways.split(","))
+    if unknown := set(ways) - set(WAYS):
+        parser.error(f"unknown ways {sorted(unknown)}; choose from: {', '.join(WAYS)}")
     rows = []
     for family in args.families.split(","):
         for seed in parse_seeds(args.seeds):
             for row in one_table(
-                family, seed, args.rows, args.report, args.keep, tuple(args.options.split())
+                family, seed, args.rows, args.report, args.keep, tuple(args.options.split()), ways
             ):
                 rows.append(row)
                 print(row, flush=True)

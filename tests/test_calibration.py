@@ -14,6 +14,7 @@ from nrad.calibration import (
     conformal_p_values,
     gap_trim,
 )
+from nrad.cells import CELL_MAX_SHAPE
 from nrad.errors import NradError
 from nrad.flags import benjamini_hochberg
 
@@ -136,17 +137,20 @@ def test_in_sample_a_heavy_tail_s_own_extremes_are_fitted_and_outliers_stay_out(
     # 2% are left out, then put back unless the tail fitted without them calls them outliers.
     # A table's own maximum is called an outlier at p n <= 0.1 in about a tenth of tables (the
     # level of the inward test; measured in docs/method.md), not in most.
-    called = 0
+    called, extra = 0, []
     for seed in range(20):
         heavy = np.abs(np.random.default_rng(seed).standard_t(5, size=3000))
         tail = TailModel.fit(heavy, SCORE_TRIM)
         called += tail.p_values(np.array([heavy.max()]))[0] * heavy.size <= 0.1
+        wild = np.r_[heavy, 200.0, 250.0, 300.0]
+        kept = TailModel.fit(wild, SCORE_TRIM)
+        assert kept.n_trimmed >= 3 and kept.p_values(np.array([200.0]))[0] < 1e-6  # far beyond: out
+        extra.append(kept.n_trimmed - 3)
     assert called <= 5
-    heavy = np.abs(np.random.default_rng(8).standard_t(5, size=3000))
-    wild = np.r_[heavy, 200.0, 250.0, 300.0]
-    kept = TailModel.fit(wild, SCORE_TRIM)
-    assert 3 <= kept.n_trimmed <= 5  # the three, and at most the sample's own wildest
-    assert kept.p_values(np.array([200.0]))[0] < 1e-6  # far beyond: a tiny p-value
+    # Beside three wild scores, BH keeps a few of the sample's own wildest out with them now and
+    # then (the most likely shape of a truncated fit is often lighter than the tail): in 3 of
+    # these 20 samples 4 or 5 of them; in most none or one.
+    assert max(extra) <= 5 and sum(e <= 1 for e in extra) >= 16, extra
 
 
 def test_a_tail_with_a_smallest_scale_is_never_lighter_than_that() -> None:
@@ -160,3 +164,19 @@ def test_a_tail_with_a_smallest_scale_is_never_lighter_than_that() -> None:
     assert free.p_values(row)[0] < 1e-6
     assert floored.p_values(row)[0] > 0.01
     assert floored.p_values(np.array([60.0]))[0] < 1e-8  # far out (t of about 11) stays far
+
+
+def test_in_sample_a_cluster_standing_apart_stays_out_of_the_tail_whole() -> None:
+    # A broken batch in the robust distance: 20 of 3,000 rows at 10-15 where the normal rows'
+    # statistic is exponential (their largest near 8).  Judged one by one (Bonferroni) only the
+    # farthest were outliers; the tail refitted with the rest took a heavy shape, and the next
+    # round put the whole cluster back (in 9 of 10 such tables; its median p-value 1.8e-3).
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        normal = rng.exponential(size=2980)
+        cluster = rng.uniform(10.0, 15.0, size=20)
+        tail = TailModel.fit(np.r_[normal, cluster], DISTANCE_TRIM, CELL_MAX_SHAPE)
+        assert tail.n_trimmed >= 18, seed
+        assert np.median(tail.p_values(cluster)) < 2e-4, seed
+        clean = TailModel.fit(rng.exponential(size=3000), DISTANCE_TRIM, CELL_MAX_SHAPE)
+        assert clean.n_trimmed <= 2, seed

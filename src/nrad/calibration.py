@@ -78,7 +78,8 @@ SHAPE_STEP = 0.025
 LIFT_LEVEL = 0.05
 LIFT_SKIP = 0.01
 #: In-sample fits put a left-out score back unless the tail fitted without it calls it an outlier
-#: at this level over the table (``p n <= OUTLIER_LEVEL``: Bonferroni at 10%) ...
+#: at this level over the table (Benjamini-Hochberg at 10% over the table's rows, see
+#: :func:`outliers_among`) ...
 OUTLIER_LEVEL = 0.1
 #: ... in at most this many rounds.
 INWARD_STEPS = 5
@@ -138,17 +139,18 @@ class TailModel:
         if n < MIN_CALIBRATION or k < 1:
             return none
         trimmed = 0 if trim is None else _trimmed(calib, k, trim, max_shape)
-        # Inward: a left-out score that the tail fitted without it does not call an outlier (at
+        # Inward: a left-out score that the tail fitted without it does not call an outlier (BH at
         # OUTLIER_LEVEL over the table) is put back, and the tail refitted.  What is left out at the
         # end stands beyond any tail the other scores allow; a heavy tail's natural extremes are
         # fitted, not extrapolated over.  Who is an outlier is judged by the most likely shape;
-        # the p-values then come from the shapes averaged (see shape_posterior).
+        # the p-values then come from the shapes averaged (see shape_posterior).  Judged by the
+        # shapes averaged, relations' residuals lost their outliers (docs/method.md, section 9).
         for _ in range(INWARD_STEPS if trimmed else 0):
             tail = cls._fit_below(calib, knots, at_least, k, trimmed, max_shape, min_scale, average=False)
             if tail is None:
                 break
             # p falls as the score rises: the outliers are the top ones.
-            outliers = int(np.sum(tail.p_values(calib[n - trimmed :]) * n <= OUTLIER_LEVEL))
+            outliers = outliers_among(tail.p_values(calib[n - trimmed :]), n)
             if outliers >= trimmed:
                 break
             trimmed = outliers
@@ -324,6 +326,22 @@ def _as_exponential(calib: np.ndarray, k: int, max_shape: float, most: int) -> n
     out = np.zeros_like(calib)
     out[start:] = excess / scale if shape == 0 else np.log1p(shape * excess / scale) / shape
     return out
+
+
+def outliers_among(p_values: np.ndarray, n: int) -> int:
+    """How many of the left-out scores (p-values of the top scores, any order) are outliers over
+    ``n`` rows: Benjamini-Hochberg's discoveries at ``OUTLIER_LEVEL``.
+
+    On a table with no anomalies BH makes any discovery with chance at most
+    its level, as Bonferroni does (its false discovery rate is then its
+    family-wise error rate), so clean tails are put back as often.  Where
+    several scores stand out together (a cluster of bad rows), Bonferroni
+    called only the farthest ones outliers: the rest were put back, made
+    the refitted tail heavier, and the next round put back all of them.
+    """
+    p = np.sort(np.asarray(p_values, dtype=np.float64))
+    passed = np.flatnonzero(p * n <= OUTLIER_LEVEL * np.arange(1, p.size + 1))
+    return int(passed[-1]) + 1 if passed.size else 0
 
 
 def gap_trim(calib: np.ndarray, k: int, max_trim_share: float) -> int:
