@@ -173,7 +173,7 @@ def run_table(table: RealTable, fdr: float, work: Path, options: tuple[str, ...]
     first = {
         r: first_feature(t) for r, t in zip(flagged["rownames"], flagged["top_features"], strict=True)
     }
-    notes = [line.split("note:", 1)[1].strip() for line in res.stdout.splitlines() if "note:" in line]
+    notes = _notes(res.stdout)
     rank = scores["anomaly_score"].rank(ascending=False, method="min")
     known_ranks = sorted(int(r) for r, name in zip(rank, scores["rownames"], strict=True) if name in known)
     return {
@@ -184,6 +184,21 @@ def run_table(table: RealTable, fdr: float, work: Path, options: tuple[str, ...]
                               if r in known)[:1500],
         "notes": " ".join(notes)[:500],
     }  # fmt: skip
+
+
+def _notes(stdout: str) -> list[str]:
+    """The ``note:`` messages of a run, each joined back from the lines the terminal wrapped it into."""
+    notes: list[str] = []
+    in_note = False
+    for line in stdout.splitlines():
+        if line.startswith("note:"):
+            notes.append(line.split("note:", 1)[1].strip())
+            in_note = True
+        elif in_note and line.strip() and not line.startswith(("[", "wrote", "error:")):
+            notes[-1] += " " + line.strip()
+        else:
+            in_note = False
+    return notes
 
 
 def _natural(label: str) -> tuple:

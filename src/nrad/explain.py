@@ -245,7 +245,8 @@ def _pair_candidates(z: np.ndarray, single: np.ndarray) -> np.ndarray:
     together along their relation: either one repaired alone breaks it, so
     both single gains are small, but each is far out); every feature when
     there are no more.  A wide table's row has thousands of related pairs,
-    each ``GRID ** 2`` scores; the others cannot change what it names first.
+    each ``GRID ** 2`` scores; a pair of two columns that give back little
+    alone and lie near their usual values is left out.
     """
     n, p = z.shape
     if p <= PAIR_CANDIDATES:
