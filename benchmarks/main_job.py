@@ -188,7 +188,7 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=None, help="append the rows to this CSV")
     parser.add_argument(
-        "--ways", default="detect,fit + score", help="ways of working to run, comma-separated: " + ", ".join(WAYS)
+        "--ways", default=",".join(WAYS), help="ways of working to run, comma-separated: " + ", ".join(WAYS)
     )
     parser.add_argument(
         "--summary", type=Path, default=None, help="only print the markdown summary of this CSV"

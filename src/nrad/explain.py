@@ -259,48 +259,45 @@ def _pair_candidates(z: np.ndarray, single: np.ndarray) -> np.ndarray:
     return out
 
 
+#: What a trial repairs: features, the values they are set to (one row per trial), the rows.
+_Setting = tuple[tuple[int, ...], np.ndarray, np.ndarray]
+
+
 def _trial_scores(
-    model: TableModel,
-    z: np.ndarray,
-    folds: np.ndarray | None,
-    settings: Sequence[tuple[tuple[int, ...], np.ndarray, np.ndarray]],
-) -> Iterator[tuple[tuple[tuple[int, ...], np.ndarray, np.ndarray], np.ndarray]]:
+    model: TableModel, z: np.ndarray, folds: np.ndarray | None, settings: Sequence[_Setting]
+) -> Iterator[tuple[_Setting, np.ndarray]]:
     """Each setting ``(features, values, rows)`` with the flow scores, shape ``(len(rows), m)``, of
     the rows ``rows`` of ``z`` with those features set to each of the ``m`` rows of ``values``.
 
     As many settings per flow call as fit in ``TRIAL_CELLS`` (a row's score
     does not depend on the rows beside it).
     """
-    batch: list[tuple[tuple[int, ...], np.ndarray, np.ndarray]] = []
+    for batch in _batches(settings, z.shape[1]):
+        trials, trial_folds = [], []
+        for features, values, rows in batch:
+            trial = np.repeat(z[rows], len(values), axis=0)
+            trial[:, list(features)] = np.tile(values, (len(rows), 1))
+            trials.append(trial)
+            if folds is not None:
+                trial_folds.append(np.repeat(folds[rows], len(values)))
+        scores = model.flow_score(np.concatenate(trials), None if folds is None else np.concatenate(trial_folds))
+        ends = np.cumsum([len(rows) * len(values) for _, values, rows in batch])[:-1]
+        for (features, values, rows), part in zip(batch, np.split(scores, ends), strict=True):
+            yield (features, values, rows), part.reshape(len(rows), len(values))
+
+
+def _batches(settings: Sequence[_Setting], width: int) -> Iterator[list[_Setting]]:
+    """``settings`` in runs whose trial rows hold about ``TRIAL_CELLS`` cells (``width`` per row)."""
+    batch: list[_Setting] = []
     cells = 0
     for setting in settings:
         batch.append(setting)
-        cells += len(setting[2]) * len(setting[1]) * z.shape[1]
+        cells += len(setting[2]) * len(setting[1]) * width
         if cells >= TRIAL_CELLS:
-            yield from _score_trials(model, z, folds, batch)
+            yield batch
             batch, cells = [], 0
     if batch:
-        yield from _score_trials(model, z, folds, batch)
-
-
-def _score_trials(
-    model: TableModel,
-    z: np.ndarray,
-    folds: np.ndarray | None,
-    batch: list[tuple[tuple[int, ...], np.ndarray, np.ndarray]],
-) -> Iterator[tuple[tuple[tuple[int, ...], np.ndarray, np.ndarray], np.ndarray]]:
-    """:func:`_trial_scores` of one flow call."""
-    trials, trial_folds = [], []
-    for features, values, rows in batch:
-        trial = np.repeat(z[rows], len(values), axis=0)
-        trial[:, list(features)] = np.tile(values, (len(rows), 1))
-        trials.append(trial)
-        if folds is not None:
-            trial_folds.append(np.repeat(folds[rows], len(values)))
-    scores = model.flow_score(np.concatenate(trials), None if folds is None else np.concatenate(trial_folds))
-    ends = np.cumsum([len(rows) * len(values) for _, values, rows in batch])[:-1]
-    for setting, part in zip(batch, np.split(scores, ends), strict=True):
-        yield setting, part.reshape(len(setting[2]), len(setting[1]))
+        yield batch
 
 
 def _categorical_columns(model: TableModel) -> list[int]:
