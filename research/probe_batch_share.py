@@ -4,9 +4,9 @@ A table of the ``batch`` family (``nrad.synthetic.make_batch_measurements``:
 seven related measurements, three lines, two shifts) with a share of its rows
 from one miscalibrated run, fitted on itself with the default table model and
 flagged by Benjamini-Hochberg at q = 0.1, as ``nrad detect`` does.  Prints per
-share and seed: the batch rows flagged, the other rows flagged, and how many
-rows the robust distance's in-sample tail left out as standing apart (they
-do not train the flows; docs/method.md, section 7).
+share and seed: the batch rows flagged and the other rows flagged (rows
+standing apart in robust distance do not train the flows; docs/method.md,
+section 7).
 
 Usage::
 

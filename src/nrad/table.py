@@ -649,8 +649,10 @@ def _standing_apart(model: TableModel, y: np.ndarray, codes: np.ndarray) -> np.n
     They do not train the flows, the neighbour and isolation members or the
     relations: a broken batch of twenty tight rows is a mode that a flow
     fitted on it learns as normal, while the robust Gaussian (fitted on the
-    majority) sees it stand apart.  On a clean table the tail leaves nothing
-    out with chance about 90% (the level), and then a few of its top rows.
+    majority) sees it stand apart.  On a clean table, where the tail model
+    holds, BH makes such a call with chance about its level (10%), and then
+    of a few top rows; on a small heavy-tailed table it can call a sixth of
+    the rows apart (research notes, section 24).
     """
     assert model.folds is not None
     z = model.fill(model.numeric_z(y, codes)[0], model.folds)
