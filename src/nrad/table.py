@@ -528,6 +528,8 @@ def fit_table(
     model = TableModel(schema, categories, numeric, [], None, id_column, list(ignore), info)
     n_folds = cross_fit_folds(len(features))
     model.folds = rng.permutation(len(features)) % n_folds
+    prep = Prepared(numeric.shape(enc.numeric), codes, enc.counts, enc.missing)
+    distances = None
     if enc.numeric.shape[1]:
         # Dequantized values (integers spread over their unit cell) and
         # missing cells filled with random observed values train the flows;
@@ -545,7 +547,11 @@ def fit_table(
         if width and width < z.shape[1] or z.shape[1] > MAX_CELL_FEATURES:
             model.basis, model.residual_variance = _principal_basis(z[inside], width or MAX_FLOW_FEATURES)
         model.gaussians = _fit_gaussians(model, z, model.numeric_z(y, codes)[0], inside, random_state)
-        inside &= ~_standing_apart(model, numeric.shape(enc.numeric), codes)
+        # The training rows' robust distances, out of fold (the values as they are, absent cells
+        # at their conditional means): they find the rows standing apart, and calibrate below.
+        filled = model.fill(model.numeric_z(prep.y, prep.codes)[0], model.folds)
+        distances = distance_statistic(model.gaussian_distance(filled, model.folds), filled.shape[1])
+        inside &= ~_standing_apart(distances)
         if z.shape[1] <= MAX_CELL_FEATURES:
             model.relations = [
                 Relations.fit(model.reading(name, y, codes), model.folds, inside, random_state, name)
@@ -566,9 +572,8 @@ def fit_table(
             train = [u[(model.folds != k) & inside] for k in range(n_folds)]
             held = [u[(model.folds == k) & inside] for k in range(n_folds)]
             model.detectors = fit_together(flows, train, validation=held)
-    prep = Prepared(numeric.shape(enc.numeric), codes, enc.counts, enc.missing)
     density, z, _ = model.density_prepared(prep, model.folds)
-    scores, distances, residuals, values, spread = density, None, None, None, None
+    scores, residuals, values, spread = density, None, None, None
     if enc.numeric.shape[1]:
         # Calibrated on the dequantized values (a count spread over its unit cell, a two-valued
         # column over the gap between its values), as the flows were trained: tied residuals
@@ -577,7 +582,6 @@ def fit_table(
         spread = spread_levels(y, ~np.isnan(y), np.random.default_rng(random_state + 1))
         residuals = model.cell_residuals(prep, model.folds, y=spread)
         values = model.cell_values(prep, y=spread)
-        distances = distance_statistic(model.gaussian_distance(z, model.folds), z.shape[1])
         model.walls = Walls.fit(model.raw_values(prep), numeric.discrete)
     if detector == "fused" and enc.numeric.shape[1]:
         say(f"fitting neighbour and isolation scores ({n_folds} folds)")
@@ -641,8 +645,9 @@ def _principal_basis(z: np.ndarray, q: int) -> tuple[np.ndarray, float]:
     return vt[:q].T.copy(), max(residual, 1e-6)
 
 
-def _standing_apart(model: TableModel, y: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    """Rows whose robust distance the in-sample distance tail leaves out as outliers: a cluster
+def _standing_apart(distances: np.ndarray) -> np.ndarray:
+    """Rows whose robust distance statistic (:func:`nrad.evidence.distance_statistic`, out of
+    fold) the in-sample distance tail leaves out as outliers: a cluster
     standing apart from the rest by a gap, that Benjamini-Hochberg at 10% over the table confirms
     (:class:`nrad.evidence.ChannelTails`).
 
@@ -654,9 +659,6 @@ def _standing_apart(model: TableModel, y: np.ndarray, codes: np.ndarray) -> np.n
     of a few top rows; on a small heavy-tailed table it can call a sixth of
     the rows apart (research notes, section 24).
     """
-    assert model.folds is not None
-    z = model.fill(model.numeric_z(y, codes)[0], model.folds)
-    distances = distance_statistic(model.gaussian_distance(z, model.folds), z.shape[1])
     tail = TailModel.fit(distances, DISTANCE_TRIM, CELL_MAX_SHAPE)
     apart = np.zeros(len(distances), dtype=bool)
     if tail.n_trimmed:
