@@ -145,6 +145,8 @@ def test_bad_tables(frame: pd.DataFrame, message: str) -> None:
         (["1,234", "2,500", "10,000"], [1234.0, 2500.0, 10000.0]),
         (["3,5", "4,25", "10"], [3.5, 4.25, 10.0]),
         (["1 234,56 €", "12,00 €", "7 €"], [1234.56, 12.0, 7.0]),
+        (["\u2212580.94", "136.02", "\u22120.5"], [-580.94, 136.02, -0.5]),
+        (["1\u202f234,56", "\u221212,00", "7,5"], [1234.56, -12.0, 7.5]),
     ],
 )
 def test_numbers_as_exports_write_them_are_read_as_numbers(values: list[str], want: list[float]) -> None:
@@ -167,6 +169,28 @@ def test_day_first_dates_are_read_as_dates(text: str) -> None:
     fmt = {".": "%d.%m.%Y", "-": "%d-%m-%Y", "/": "%d/%m/%Y"}[text[2]]
     schema = fit_schema(pd.DataFrame({"when": days.strftime(fmt), "x": np.arange(60.0) % 5}))
     assert schema.columns[0].kind == "datetime" and schema.columns[0].format == fmt
+
+
+@pytest.mark.parametrize(
+    ("fmt", "with_clock"),
+    [("%m/%d/%Y %I:%M %p", True), ("%d/%m/%Y %H:%M", True), ("%m/%d/%y", False), ("%d-%b-%Y", False),
+     ("%b %d, %Y", False), ("%d %B %Y", False)],
+)
+def test_dates_as_spreadsheets_export_them_are_read_as_dates(fmt: str, with_clock: bool) -> None:
+    # A 12-hour clock and two-digit years: pandas' format guesser reads neither.
+    when = pd.date_range("2023-01-01", periods=90, freq="D") + pd.to_timedelta(np.arange(90) % 24, "h")
+    text = np.asarray(when.strftime(fmt), dtype=object)
+    text[::23] = "n/a"  # a missing cell as exports write it
+    schema = fit_schema(pd.DataFrame({"when": text, "x": np.arange(90.0) % 5}))
+    plan = schema.columns[0]
+    assert plan.kind == "datetime" and plan.format == fmt and plan.has_hour == with_clock
+
+
+def test_a_column_of_dates_in_mixed_formats_is_a_category_that_says_why() -> None:
+    days = pd.date_range("2023-01-01", periods=30, freq="D")
+    text = np.where(np.arange(30) % 2, days.strftime("%Y-%m-%d"), days.strftime("%d/%m/%Y")).repeat(2)
+    plan = fit_schema(pd.DataFrame({"when": text, "x": np.arange(60.0) % 5})).columns[0]
+    assert plan.kind == "categorical" and "when" in plan.note and "look like dates" in plan.note
 
 
 def test_every_column_that_looks_like_a_key_is_an_identifier() -> None:

@@ -376,13 +376,17 @@ def number_format_of(text: pd.Series) -> str:
     return "," if votes > point_decimal else "."
 
 
+#: Minus signs other than the ASCII hyphen that exports write before a number.
+_MINUS = "^[\u2212\u2012\u2013\ufe63\uff0d](?=[\\d.,(])"
+
 #: What exports put around a number: currency signs and codes, percent signs, spaces.
 _DECORATION = r"[\s$€£¥%']|\b(?:USD|EUR|GBP|CHF|JPY)\b"
 
 
 def _normalize_numbers(text: pd.Series, number_format: str) -> pd.Series:
     """``(1.234,56 €)`` -> ``-1234.56``: decoration off, accounting negatives signed, separators out."""
-    out = text.str.strip()
+    # Spreadsheets and typeset reports write the minus as U+2212 (or a dash); Python reads only "-".
+    out = text.str.strip().str.replace(_MINUS, "-", regex=True)
     negative = out.str.match(r"^\(.*\)$", na=False)
     out = out.str.replace(r"[()]", "", regex=True).str.replace(_DECORATION, "", regex=True)
     # Only separators that group thousands go: "1,5" in a column of decimal points stays
@@ -392,6 +396,22 @@ def _normalize_numbers(text: pd.Series, number_format: str) -> pd.Series:
     else:
         out = out.str.replace(r"(?<=\d),(?=\d{3}(?:\D|$))", "", regex=True)
     return out.where(~negative, "-" + out)
+
+
+#: Text that looks like a date: digits with date separators, or a month's name beside a day.
+_DATE_LIKE = (
+    r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}"
+    r"|\b\d{1,2}[- ](?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*[-, ]+\d{2,4}"
+    r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2},? \d{4}"
+)
+
+#: Date formats tried besides pandas' guesses (which miss a 12-hour clock and two-digit years).
+EXPORT_DATE_FORMATS = tuple(
+    f"{date}{clock}"
+    for date in ("%m/%d/%Y", "%d/%m/%Y", "%m/%d/%y", "%d/%m/%y", "%d.%m.%y", "%d-%b-%Y", "%d-%b-%y",
+                 "%d %b %Y", "%b %d, %Y", "%d %B %Y", "%B %d, %Y")  # fmt: skip
+    for clock in ("", " %I:%M %p", " %I:%M:%S %p", " %H:%M", " %H:%M:%S")
+)
 
 
 def _datetime_format(col: pd.Series) -> str | None:
@@ -406,11 +426,9 @@ def _datetime_format(col: pd.Series) -> str | None:
     """
     from pandas.tseries.api import guess_datetime_format
 
+    col = _na_tokens_to_missing(col)
     sample = col.dropna().astype(str).str.strip().head(500)
-    if (
-        sample.empty
-        or not sample.str.contains(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}").all()
-    ):
+    if sample.empty or not sample.str.contains(_DATE_LIKE, case=False).all():
         return None
     with warnings.catch_warnings():
         # pandas warns when a value fits day-first and month-first alike: both are tried here.
@@ -419,7 +437,8 @@ def _datetime_format(col: pd.Series) -> str | None:
             guess_datetime_format(v, dayfirst=first) for v in sample.head(50) for first in (False, True)
         }
     best, best_share = None, 0.0
-    for fmt in sorted(g for g in guesses if g):
+    # pandas' guesser knows no 12-hour clock and no two-digit year: what spreadsheets export.
+    for fmt in sorted({g for g in guesses if g} | set(EXPORT_DATE_FORMATS)):
         share = _parse_datetime(sample, fmt).notna().mean()
         if share > best_share:
             best, best_share = fmt, share
@@ -476,7 +495,18 @@ def _plan_column(name: str, col: pd.Series) -> tuple[ColumnPlan | None, str, int
         plan.note = (f"{name}: {share:.0%} of its values are numbers, but not {NUMERIC_PARSE_SHARE:.0%} "
                      f"(others: {shown}); read as a category. Clean those cells, or leave the column "
                      "out with --ignore")  # fmt: skip
+    elif plan is not None and (dates := _looks_like_dates(col)) >= LOOKS_NUMERIC_SHARE:
+        shown = ", ".join(repr(v) for v in col.dropna().astype(str).drop_duplicates().head(3))
+        plan.note = (f"{name}: {dates:.0%} of its values look like dates ({shown}), but no date format "
+                     f"reads {NUMERIC_PARSE_SHARE:.0%} of them; read as a category. Write them as "
+                     "2024-12-31 (or 2024-12-31 13:45), or leave the column out with --ignore")  # fmt: skip
     return plan, reason, 0
+
+
+def _looks_like_dates(col: pd.Series) -> float:
+    """Share of a column's present values that look like dates (:data:`_DATE_LIKE`)."""
+    text = _na_tokens_to_missing(col).dropna().astype(str).head(5000)
+    return float(text.str.contains(_DATE_LIKE, case=False).mean()) if len(text) else 0.0
 
 
 def _numeric_plan(name: str, values: pd.Series, failures: int) -> tuple[ColumnPlan | None, str, int]:
