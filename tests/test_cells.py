@@ -140,3 +140,22 @@ def test_a_value_beyond_its_whole_column_is_flagged_where_its_contexts_differ_in
     df.loc[row, "year"] += 200
     scored = _flagged_alone(df, [row], "year")
     assert scored.loc[row, "p_value"] < 1e-8  # 5e-6 read in context alone
+
+
+def test_of_a_broken_copy_the_cell_out_of_place_by_itself_is_named() -> None:
+    # An amount and its copy in another currency.  In three rows both copies are 40 times too
+    # large (a heavier residual tail for the amount), in two only the amount is: both residuals
+    # are then equally far out, and only the amount is also far out in its column.
+    rng = np.random.default_rng(1)
+    n = 2000
+    amount = np.round(np.exp(rng.normal(4, 0.6, n)), 2)
+    qty = rng.integers(1, 10, n)
+    df = pd.DataFrame({"amount": amount, "amount_eur": np.round(amount * 0.92, 2), "qty": qty,
+                       "unit_price": np.round(amount / qty, 2), "store": rng.choice(list("ABCDE"), n),
+                       "age": rng.integers(18, 80, n)})  # fmt: skip
+    df.loc[[5, 50, 500], ["amount", "amount_eur"]] *= 40
+    df.loc[[800, 1200], "amount"] *= 40
+    model = fit_table(df, random_state=0, max_epochs=20)
+    scored, _ = model.score(df, fdr=0.1, in_sample=True)
+    assert scored.loc[[800, 1200], "flagged"].all()
+    assert [first_feature(t) for t in scored.loc[[800, 1200], "top_features"]] == ["amount", "amount"]

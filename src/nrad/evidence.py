@@ -195,24 +195,38 @@ def _name_among_decisive(
     which: np.ndarray,
     cause: np.ndarray,
 ) -> np.ndarray:
-    """Where several numeric cells each decide their row alone (``DECISIVE``), the one whose
-    tests together give the most evidence is named: a broken relation's two cells are both far
-    from what the other predicts, but only the wrong one is also unusual in its context or its
-    column."""
+    """Where several numeric cells each decide their row alone (``DECISIVE``), the one whose value
+    is also unusual in its context or its column is named: a broken relation's two cells are both
+    far from what the other predicts, but only the wrong one is out of place by itself.
+
+    The residual tests do not decide between them unless the cells' own values do not (within
+    ``NAMING_MARGIN``): the two residuals are the same broken relation read from either side, and
+    their p-values differ by how heavy each column's residual tail was fitted, which errors of the
+    same kind in other rows make heavier for the very column that holds them (an amount entered 40
+    times too large beside its copy in another currency: summing all three tests named the copy).
+    """
     p = cell_tests.n_features
     weighted = log_p[:, n_rows : n_rows + p] - np.log(weights[n_rows : n_rows + p])
     decisive = weighted <= np.log(DECISIVE)
     rows = np.flatnonzero((decisive.sum(axis=1) >= 2) & (which >= n_rows) & (which < n_rows + p))
     if not len(rows):
         return cause
-    parts = cell_tests.log_p_parts(*(part[rows] for part in cells))
-    evidence = np.nan_to_num(sum(parts), nan=np.inf, posinf=np.inf)
+    residual, *own = cell_tests.log_p_parts(*(part[rows] for part in cells))
+    alone = np.nan_to_num(sum(own), nan=np.inf, posinf=np.inf)
     if beyond is not None:
-        evidence[beyond[rows]] = -np.inf
-    evidence = np.where(decisive[rows], evidence, np.inf)
+        alone[beyond[rows]] = -np.inf
+    alone = np.where(decisive[rows], alone, np.inf)
+    # Cells whose own values are about as unusual as the most unusual one's: their residuals decide.
+    close = alone <= alone.min(axis=1, keepdims=True) + np.log(NAMING_MARGIN)
+    evidence = np.where(close, alone + np.nan_to_num(residual, nan=0.0), np.inf)
     cause = cause.copy()
     cause[rows] = np.asarray(model.schema.numeric_sources)[np.argmin(evidence, axis=1)]
     return cause
+
+
+#: How much more unusual (a factor on the p-values of its value in context and in its column) a
+#: decisive cell's own value must be than another's for it to be named without their residuals.
+NAMING_MARGIN = 100.0
 
 
 def bonferroni_weights(n_rows: int, numeric: int, categorical: int) -> np.ndarray:
