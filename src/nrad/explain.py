@@ -73,6 +73,9 @@ class Repair:
     kind: np.ndarray  # (n, n_columns): NUMERIC, CATEGORICAL, or 0 (nothing to repair)
     feature: np.ndarray  # (n, n_columns): the repaired feature's index
     value: np.ndarray  # (n, n_columns): its repaired z (numeric) or code (categorical)
+    #: (n, n_columns) what the best repair this column leads gives back: its own, or a related
+    #: pair's in which it has the larger share (see _credit_pairs).
+    lead: np.ndarray
 
 
 def repair(model: TableModel, prep: Prepared, folds: np.ndarray | None = None) -> Repair:
@@ -86,9 +89,10 @@ def repair(model: TableModel, prep: Prepared, folds: np.ndarray | None = None) -
     if not parts:
         n_cols = len(model.schema.columns)
         empty = np.zeros((0, n_cols))
-        return Repair(empty, empty.astype(int), empty.astype(int), empty)
+        return Repair(empty, empty.astype(int), empty.astype(int), empty, empty)
     return Repair(
-        *(np.concatenate([getattr(p, f) for p in parts]) for f in ("gains", "kind", "feature", "value"))
+        *(np.concatenate([getattr(p, f) for p in parts])
+          for f in ("gains", "kind", "feature", "value", "lead"))  # fmt: skip
     )
 
 
@@ -126,9 +130,9 @@ def _repair_chunk(model: TableModel, prep: Prepared, folds: np.ndarray | None) -
         offer(column, totals, candidates.astype(np.float64), CATEGORICAL, f)
     gains = np.maximum(base[:, None] - best, 0.0)
     gains[~np.isfinite(gains)] = 0.0
-    _credit_pairs(model, z, folds, base - flow, terms, gains, kind, feature, value)
+    lead = _credit_pairs(model, z, folds, base - flow, terms, gains, kind, feature, value)
     kind[gains <= 0] = 0
-    return Repair(gains, kind, feature, value)
+    return Repair(gains, kind, feature, value, lead)
 
 
 def ranked(
@@ -136,7 +140,9 @@ def ranked(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` columns a row's explanation names, in order, and what each gives back; (n, k) each.
 
-    First the column whose repair gives back most.  The next ones are read
+    First the column that leads the repair giving back most (``Repair.lead``:
+    its own, or a related pair's in which it has the larger share; listed
+    with what that repair gives back).  The next ones are read
     with that column repaired: far from the training rows a flow's density
     is an extrapolation, and with an age of 153 in the row, setting the
     hour of day to another value moved the score by 41 nats, which says
@@ -147,8 +153,8 @@ def ranked(
     are named: repairing either one alone mends the row.
     """
     n = len(result.gains)
-    first = np.argmax(result.gains, axis=1)
-    columns, gains = first[:, None], result.gains[np.arange(n), first][:, None]
+    first = np.argmax(result.lead, axis=1)
+    columns, gains = first[:, None], result.lead[np.arange(n), first][:, None]
     if k < 2 or result.gains.shape[1] < 2:
         return columns, gains
     after = repair(model, repaired(model, prep, result, first), folds).gains
@@ -195,7 +201,7 @@ def _credit_pairs(
     kind: np.ndarray,
     feature: np.ndarray,
     value: np.ndarray,
-) -> None:
+) -> np.ndarray:
     """Related numeric pairs repaired together, credited by the two-player Shapley value.
 
     Repairing one of two columns that moved together (a temperature and the
@@ -207,12 +213,20 @@ def _credit_pairs(
     that is wrong alone keeps its own gain while its partner gets about 0.
     ``rest``: each row's score without the flow part (categorical terms and
     the soft-clip and tail terms ``terms`` of the unrepaired values).
+
+    Returns what the best repair each column leads gives back (``Repair.lead``): a pair's whole
+    gain goes to the member with the larger share.  An amount and its copy in another currency,
+    both 40 times too large, each give back nothing alone and half of the pair's 139 nats by
+    Shapley; the unit price that, repaired alone, agrees with them gives back 76: the pair is
+    the better repair, and the amount leads it.
     """
     grid = model.numeric.grid
     n, g = len(z), grid.shape[1]
     sources = model.schema.numeric_sources
+    lead = gains.copy()
     if len(model.numeric.related) == 0:
-        return
+        return lead
+    single = gains.copy()  # each pair's Shapley values from the single gains, not from other pairs
     base = rest + model.flow_score(z, folds)
     grid_terms = _grid_terms(model)
     candidates = _pair_candidates(z, gains[:, sources])
@@ -229,12 +243,16 @@ def _credit_pairs(
         pick = np.argmin(totals, axis=1)
         pair = np.maximum(base[rows] - totals[np.arange(len(rows)), pick], 0.0)
         for c, other, mine in ((cj, ck, j), (ck, cj, k)):
-            shapley = (gains[rows, c] + pair - gains[rows, other]) / 2.0
+            # Equal shares (the two repaired only together) lead with the first column.
+            larger = single[rows, c] > single[rows, other] if c > other else single[rows, c] >= single[rows, other]
+            lead[rows, c] = np.where(larger, np.maximum(lead[rows, c], pair), lead[rows, c])
+            shapley = (single[rows, c] + pair - single[rows, other]) / 2.0
             better = shapley > gains[rows, c]
             at = rows[better]
             gains[at, c] = shapley[better]
             kind[at, c], feature[at, c] = NUMERIC, mine
             value[at, c] = grid[mine][pick[better] // g if mine == j else pick[better] % g]
+    return lead
 
 
 def _pair_candidates(z: np.ndarray, single: np.ndarray) -> np.ndarray:
