@@ -1107,3 +1107,121 @@ def make_meter_readings(
 #: Families written to judge the flags on tables unlike the first six (a wide laboratory table, a
 #: narrow one of relations between meter readings).
 FAMILIES.update({"lab_panel": make_lab_panel, "meters": make_meter_readings})
+
+
+INVOICE_KINDS = ("gross_typo", "quantity_x100", "vat_not_charged", "price_in_cents", "fx_not_applied")
+
+
+def make_invoices(
+    n_rows: int = 3000,
+    n_anomalies: int = 20,
+    random_state: int = 0,
+    missing_rate: float = 0.02,
+    kinds: tuple[str, ...] | None = None,
+) -> PlantedTable:
+    """Invoices as an accounting system exports them, 16 columns: id, issue time (month first,
+    12-hour clock), segment, country and its currency, product line, quantity, unit price,
+    discount (0 in most rows), net (quantity times price less the discount), the country's VAT
+    rate, the VAT, the gross, the gross in euros (at the currency's rate), payment terms, and
+    whether it was paid late; net and gross written with thousands separators.  Several columns
+    are exact functions of others: an error in one either breaks a relation or, entered
+    upstream, carries through every column computed from it.
+
+    Planted: ``gross_typo`` (the gross with a digit too many, its euro copy right: gross),
+    ``quantity_x100`` (a quantity 100 times too large, and everything computed from it with it:
+    quantity, net, vat, gross, gross_eur), ``vat_not_charged`` (no VAT where the country charges
+    it, the gross equal to the net: vat, gross, vat_rate), ``price_in_cents`` (the unit price
+    entered in cents, the net right: unit_price), ``fx_not_applied`` (the euro gross equal to the
+    gross of a dollar or pound invoice: gross_eur, currency).
+    """
+    import pandas as pd
+
+    rng = np.random.default_rng(random_state)
+    world = np.random.default_rng(31_337)
+    n = n_rows
+    countries = np.array(["DE", "FR", "NL", "UK", "US", "ES"])
+    currency_of = {"DE": "EUR", "FR": "EUR", "NL": "EUR", "UK": "GBP", "US": "USD", "ES": "EUR"}
+    vat_of = {"DE": 19.0, "FR": 20.0, "NL": 21.0, "UK": 20.0, "US": 0.0, "ES": 21.0}
+    fx = {"EUR": 1.0, "USD": 0.92, "GBP": 1.17}
+    lines = [f"line-{c}" for c in "ABCDEFGH"]
+    price_level = dict(zip(lines, world.uniform(1.5, 6.0, len(lines)), strict=True))
+    segment = rng.choice(["retail", "wholesale", "online"], size=n, p=[0.5, 0.2, 0.3])
+    country = rng.choice(countries, size=n, p=[0.3, 0.2, 0.1, 0.15, 0.15, 0.1])
+    currency = np.array([currency_of[c] for c in country])
+    line = rng.choice(lines, size=n)
+    wholesale = segment == "wholesale"
+    quantity = np.where(wholesale, rng.integers(20, 400, n), 1 + rng.poisson(2.0, n))
+    price = np.round(np.exp(np.array([price_level[x] for x in line]) + rng.normal(0, 0.25, n)), 2)
+    discount = np.where(wholesale & (rng.random(n) < 0.7), rng.choice([5.0, 10.0, 15.0], n), 0.0)
+    net = np.round(quantity * price * (1 - discount / 100), 2)
+    vat_rate = np.array([vat_of[c] for c in country])
+    vat = np.round(net * vat_rate / 100, 2)
+    gross = np.round(net + vat, 2)
+    gross_eur = np.round(gross * np.array([fx[c] for c in currency]), 2)
+    terms = np.where(wholesale, rng.choice([30, 60], n), rng.choice([0, 14], n, p=[0.7, 0.3]))
+    late = np.where(rng.random(n) < np.where(wholesale, 0.25, 0.08), "yes", "no")
+    issued = pd.Timestamp("2024-01-01") + pd.to_timedelta(rng.integers(0, 365 * 24 * 60, n), "min")
+    df = pd.DataFrame(
+        {
+            "invoice_id": [f"INV{random_state:02d}-{i:06d}" for i in range(n)],
+            "issued": issued.strftime("%m/%d/%Y %I:%M %p"),
+            "segment": segment,
+            "country": country,
+            "currency": currency,
+            "product_line": line,
+            "quantity": quantity,
+            "unit_price": price,
+            "discount_pct": discount,
+            "net": net,
+            "vat_rate": vat_rate,
+            "vat": vat,
+            "gross": gross,
+            "gross_eur": gross_eur,
+            "payment_terms_days": terms,
+            "paid_late": late,
+        }
+    )
+    kinds = kinds or INVOICE_KINDS
+    rows = _planted_rows(n, n_anomalies, rng)
+    records = []
+    for k, row in enumerate(rows):
+        kind = kinds[k % len(kinds)]
+        if kind == "gross_typo":
+            df.loc[row, "gross"] = round(float(df.loc[row, "gross"]) * 10, 2)
+            causes: tuple[str, ...] = ("gross",)
+        elif kind == "quantity_x100":
+            q = int(df.loc[row, "quantity"]) * 100
+            n_ = round(q * float(df.loc[row, "unit_price"]) * (1 - float(df.loc[row, "discount_pct"]) / 100), 2)
+            v = round(n_ * float(df.loc[row, "vat_rate"]) / 100, 2)
+            df.loc[row, ["quantity", "net", "vat", "gross"]] = [q, n_, v, round(n_ + v, 2)]
+            df.loc[row, "gross_eur"] = round((n_ + v) * fx[str(df.loc[row, "currency"])], 2)
+            causes = ("quantity", "net", "vat", "gross", "gross_eur")
+        elif kind == "vat_not_charged":
+            if float(df.loc[row, "vat_rate"]) == 0:  # a US invoice: take a German one's place
+                df.loc[row, ["country", "currency", "vat_rate"]] = ["DE", "EUR", 19.0]
+            df.loc[row, "vat"] = 0.0
+            df.loc[row, "gross"] = float(df.loc[row, "net"])
+            df.loc[row, "gross_eur"] = round(float(df.loc[row, "net"]) * fx[str(df.loc[row, "currency"])], 2)
+            causes = ("vat", "gross", "vat_rate", "gross_eur")
+        elif kind == "price_in_cents":
+            df.loc[row, "unit_price"] = round(float(df.loc[row, "unit_price"]) * 100, 2)
+            causes = ("unit_price",)
+        elif kind == "fx_not_applied":
+            if df.loc[row, "currency"] == "EUR":  # a euro invoice: make it a pound one
+                df.loc[row, ["country", "currency", "vat_rate"]] = ["UK", "GBP", 20.0]
+                v = round(float(df.loc[row, "net"]) * 0.2, 2)
+                df.loc[row, ["vat", "gross"]] = [v, round(float(df.loc[row, "net"]) + v, 2)]
+            df.loc[row, "gross_eur"] = float(df.loc[row, "gross"])
+            causes = ("gross_eur", "currency")
+        else:
+            raise ValueError(f"unknown anomaly kind {kind!r}")
+        records.append({"row": int(row), "kind": kind, "causes": causes})
+    _knock_out(df, ["discount_pct", "paid_late", "payment_terms_days"], missing_rate, rng, set(rows.tolist()))
+    for column in ("net", "gross"):  # as an export writes money: 1,234.50
+        df[column] = [f"{v:,.2f}" for v in df[column].astype(float)]
+    return PlantedTable(df, pd.DataFrame(records, columns=["row", "kind", "causes"]))
+
+
+#: A family written to judge the flags and the names on a table of exact relations (money computed
+#: from money) in the forms exports write.
+FAMILIES["invoices"] = make_invoices
