@@ -163,3 +163,24 @@ def test_of_a_broken_copy_the_cell_out_of_place_by_itself_is_named_and_two_wrong
     # than either's share; the pair repaired together gives back most, and a copy leads it.
     assert scored.loc[[5, 50, 500], "flagged"].all()
     assert {first_feature(t) for t in scored.loc[[5, 50, 500], "top_features"]} <= {"amount", "amount_eur"}
+
+
+def test_a_total_that_is_not_the_sum_of_its_parts_is_named_not_a_part() -> None:
+    # A gross with a digit too many beside the net and VAT it should be the sum of, and its copy
+    # in euros.  The net's residual (given the gross) is as far out as the gross's and may get
+    # the smaller p-value; the gross is what one change mends.
+    rng = np.random.default_rng(12)
+    n = 2000
+    net = np.round(np.exp(rng.normal(4, 1.2, n)), 2)
+    currency = rng.choice(["EUR", "USD", "GBP"], n, p=[0.6, 0.25, 0.15])
+    fx = np.select([currency == "USD", currency == "GBP"], [0.92, 1.17], 1.0)
+    vat = np.round(net * 0.2, 2)
+    gross = np.round(net + vat, 2)
+    df = pd.DataFrame({"net": net, "vat": vat, "gross": gross, "gross_eur": np.round(gross * fx, 2),
+                       "currency": currency, "terms": np.where(rng.random(n) < 0.6, 0, 30)})  # fmt: skip
+    rows = [10, 400, 1300]
+    df.loc[rows, "gross"] = (df.loc[rows, "gross"] * 10).round(2)
+    model = fit_table(df, random_state=0)
+    scored, _ = model.score(df, fdr=0.1, in_sample=True)
+    assert scored.loc[rows, "flagged"].all()
+    assert [first_feature(t) for t in scored.loc[rows, "top_features"]] == ["gross"] * 3

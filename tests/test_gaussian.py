@@ -166,3 +166,34 @@ def test_mostly_absent_columns_do_not_make_an_independent_one_look_predicted() -
     seen = np.isfinite(y[:, 4])
     np.testing.assert_allclose(np.nanstd(t[seen, 4]), np.nanstd(relations.standardize(y)[seen, 4]), rtol=0.15)
     assert np.nanmax(np.abs(t[:, 4])) < 6.0
+
+
+def test_a_column_at_its_centre_in_most_rows_does_not_blind_the_relations() -> None:
+    # Payment terms read in context: 0 (up to rounding noise) in most rows, spread in the rest.
+    # Its MAD is that noise; read as a scale, it put the column's other values 1e15 out.
+    rng = np.random.default_rng(8)
+    n = 2000
+    net = rng.normal(0, 1, n)
+    gross = 1.2 * net + rng.normal(0, 0.01, n)
+    terms = np.where(rng.random(n) < 0.6, rng.normal(0, 1e-16, n), rng.normal(0.5, 0.2, n))
+    y = np.column_stack([net, gross, terms])
+    relations = Relations.fit(y, np.arange(n) % 3, np.ones(n, dtype=bool), seed=0)
+    assert relations.scale[2] > 0.01
+    wrong = y[:1].copy()
+    wrong[0, 1] = 1.2 * wrong[0, 0] + 0.5  # off the relation by 50 of its sd, inside the column
+    t = relations.residuals(relations.gaussians[0], relations.standardize(wrong))
+    assert abs(t[0, 1]) > 8.0  # the shrinkage's share of the variances makes it 13 sd, not 50
+
+
+def test_an_exact_relation_of_heavy_tailed_columns_holds_out_to_the_largest_rows() -> None:
+    # Money: a gross that is the net plus 20%, lognormal amounts.  Shrinking towards the columns'
+    # plain variances (most of which their few largest rows make) bent the relation: the largest
+    # invoices sat up to 82 sd off it, and the top 1% of all rows beyond 10.
+    rng = np.random.default_rng(9)
+    n = 3000
+    net = np.round(np.exp(rng.normal(4, 1.5, n)), 2)
+    y = np.column_stack([net, np.round(net * 1.2, 2), rng.normal(0, 1, n)])
+    relations = Relations.fit(y, np.arange(n) % 3, np.ones(n, dtype=bool), seed=0, reading="units")
+    t = np.abs(relations.residuals(relations.gaussians[0], relations.standardize(y))[:, :2])
+    assert np.quantile(t, 0.99) < 3.0
+    assert t[np.argsort(net)[-30:]].max() < 20.0  # the shrinkage left (0.001) still bends it a little

@@ -589,13 +589,23 @@ def _cause_first(
     order: np.ndarray,
     gains: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Rows whose p-value came from one cell name that cell first (the others follow in order)."""
+    """Rows whose p-value came from one cell name that cell first (the others follow in order).
+
+    Unless the cell's residual decided and the column the repairs put first is related to it: a
+    broken relation's residuals are the same break read from each side (a gross that is not the
+    net plus the VAT: the net is as far from what the gross says as the gross from what the net
+    says), their p-values differ by how heavy each column's residual tail is, and the repair
+    says which single change mends the row (the gross, which its euro copy contradicts too).
+    """
     scores, density, z, _ = model.scores_prepared(prep, folds)
     cause = row_p_values(model, prep, scores, z, folds, density)[1]
     order, gains = order.copy(), gains.copy()
+    related = _related_columns(model)
+    numeric = np.zeros(len(model.schema.columns), dtype=bool)
+    numeric[np.asarray(model.schema.numeric_sources, dtype=np.int64)] = True
     for i in np.flatnonzero(cause >= 0):
         c = int(cause[i])
-        if order[i, 0] == c:
+        if order[i, 0] == c or (numeric[c] and related[c, order[i, 0]]):
             continue
         rest = [j for j in order[i] if j != c][: order.shape[1] - 1]
         rest_gains = [g for j, g in zip(order[i], gains[i], strict=True) if j != c][: order.shape[1] - 1]
