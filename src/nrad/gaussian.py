@@ -107,12 +107,10 @@ class RobustGaussian:
         rng: np.random.Generator | None = None,
         observed: np.ndarray | None = None,
         shrinkage: float = SHRINKAGE,
-        robust_floor: bool = False,
     ) -> RobustGaussian:
         """Fit on complete rows ``z`` (n, p): absent cells must be filled already, and ``observed``
         says which cells were seen (the filled ones, all alike, must not make a column look
-        constant: its variance floor comes from the cells seen).  ``robust_floor``: the variances
-        shrunk towards are the columns' robust ones (see :func:`_robust_floor`)."""
+        constant: its variance floor comes from the cells seen)."""
         z = np.asarray(z, dtype=np.float64)
         n, p = z.shape
         if p == 0:
@@ -127,8 +125,6 @@ class RobustGaussian:
             [np.var(z[seen[:, j], j]) if seen[:, j].sum() > 1 else np.var(z[:, j]) for j in range(p)]
         )
         floor = np.where(floor > 0, floor, 1.0)
-        if robust_floor:
-            floor = _robust_floor(z, seen, floor)
 
         def shrunk(rows: np.ndarray) -> np.ndarray:
             return _shrunk(np.cov(z[rows], rowvar=False, bias=True).reshape(p, p), floor, shrinkage)
@@ -282,21 +278,6 @@ def _concentrate(
     return current
 
 
-def _robust_floor(z: np.ndarray, seen: np.ndarray, variances: np.ndarray) -> np.ndarray:
-    """Per column, the squared MAD (times 1.4826) of its seen cells, or ``variances`` where that is
-    0.  Shrinkage adds a share of these to the scatter's diagonal: a share of a heavy-tailed
-    column's variance (amounts in a table's units) is most of its bulk's, and bent an exact
-    relation (a gross that is the net plus the VAT) towards the mean, so that every row far
-    along it sat off it in proportion to how far out it was."""
-    out = variances.copy()
-    for j in range(z.shape[1]):
-        cells = z[seen[:, j], j] if seen[:, j].sum() > 1 else z[:, j]
-        mad = 1.4826 * float(np.median(np.abs(cells - np.median(cells))))
-        if mad**2 > MAD_RESOLUTION * variances[j]:
-            out[j] = mad**2
-    return out
-
-
 def _shrunk(cov: np.ndarray, variances: np.ndarray, shrinkage: float) -> np.ndarray:
     """``(1 - shrinkage) cov + shrinkage diag(variances)``, plus a tiny ridge."""
     ridge = 1e-9 * max(float(np.mean(variances)), 1e-12)
@@ -378,9 +359,7 @@ class Relations:
         for k in range(int(folds.max()) + 1):
             rows = (folds != k) & inside
             rng_k = np.random.default_rng(seed + k)
-            gaussians.append(
-                RobustGaussian.fit(hot_decked[rows], rng_k, seen[rows], RELATION_SHRINKAGE, robust_floor=True)
-            )
+            gaussians.append(RobustGaussian.fit(hot_decked[rows], rng_k, seen[rows], RELATION_SHRINKAGE))
         return cls(center, scale, bound, gaussians, reading)
 
     def standardize(self, y: np.ndarray) -> np.ndarray:
