@@ -244,7 +244,8 @@ def _credit_pairs(
         pair = np.maximum(base[rows] - totals[np.arange(len(rows)), pick], 0.0)
         for c, other, mine in ((cj, ck, j), (ck, cj, k)):
             # Equal shares (the two repaired only together) lead with the first column.
-            larger = single[rows, c] > single[rows, other] if c > other else single[rows, c] >= single[rows, other]
+            mine_single, theirs = single[rows, c], single[rows, other]
+            larger = mine_single > theirs if c > other else mine_single >= theirs
             lead[rows, c] = np.where(larger, np.maximum(lead[rows, c], pair), lead[rows, c])
             shapley = (single[rows, c] + pair - single[rows, other]) / 2.0
             better = shapley > gains[rows, c]

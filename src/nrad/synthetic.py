@@ -1130,7 +1130,7 @@ def make_invoices(
     Planted: ``gross_typo`` (the gross with a digit too many, its euro copy right: gross),
     ``quantity_x100`` (a quantity 100 times too large, and everything computed from it with it:
     quantity, net, vat, gross, gross_eur), ``vat_not_charged`` (no VAT where the country charges
-    it, the gross equal to the net: vat, gross, vat_rate), ``price_in_cents`` (the unit price
+    it, the gross equal to the net: vat, gross, vat_rate, gross_eur), ``price_in_cents`` (the unit price
     entered in cents, the net right: unit_price), ``fx_not_applied`` (the euro gross equal to the
     gross of a dollar or pound invoice: gross_eur, currency).
     """
@@ -1191,7 +1191,8 @@ def make_invoices(
             causes: tuple[str, ...] = ("gross",)
         elif kind == "quantity_x100":
             q = int(df.loc[row, "quantity"]) * 100
-            n_ = round(q * float(df.loc[row, "unit_price"]) * (1 - float(df.loc[row, "discount_pct"]) / 100), 2)
+            share = 1 - float(df.loc[row, "discount_pct"]) / 100
+            n_ = round(q * float(df.loc[row, "unit_price"]) * share, 2)
             v = round(n_ * float(df.loc[row, "vat_rate"]) / 100, 2)
             df.loc[row, ["quantity", "net", "vat", "gross"]] = [q, n_, v, round(n_ + v, 2)]
             df.loc[row, "gross_eur"] = round((n_ + v) * fx[str(df.loc[row, "currency"])], 2)
