@@ -87,6 +87,24 @@ def test_lattice_walls_hold_where_values_pile_up_and_a_value_beyond_is_outside()
     ]
 
 
+def test_a_small_tables_thin_count_tail_is_no_wall() -> None:
+    from nrad.cells import Walls
+
+    # 150 rows of a count of mean 40: its smallest values are held by a row or two each, and
+    # the next one beyond them is ordinary, not outside the column's support.
+    for seed in range(20):
+        parts = np.random.default_rng(seed).poisson(40, 150).astype(float)
+        walls = Walls.fit(parts[:, None], np.array([1.0]))
+        assert walls.low[0] == 0 and np.isnan(walls.high[0])
+        assert not walls.beyond(np.array([[parts.min() - 1], [parts.max() + 1]])).any()
+    # A rating whose 5 holds a fifth of 150 rows is still bounded there, and a count's 0 is a
+    # wall in a small table too.
+    rng = np.random.default_rng(0)
+    rating, visits = rng.integers(1, 6, 150).astype(float), rng.poisson(1.0, 150).astype(float)
+    walls = Walls.fit(np.column_stack([rating, visits]), np.array([1.0, 1.0]))
+    assert walls.low.tolist() == [1.0, 0.0] and walls.high[0] == 5.0
+
+
 def _flagged_alone(df: pd.DataFrame, rows: list[int], column: str) -> pd.DataFrame:
     """``nrad detect`` on ``df``: the ``rows`` flagged and named by ``column`` first, few others
     flagged; the scored rows."""

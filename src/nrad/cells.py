@@ -65,6 +65,10 @@ RESIDUAL_MIN_SCALE = 1.0
 #: A lattice column (counts, ratings, scores) has a wall at its most extreme value (0 visits, a
 #: rating of 5 of 5) when that value holds at least this share of its values ...
 WALL_SHARE = 0.01
+#: ... and at least this many values: in a small table a thin tail's extreme value holds 1% by
+#: chance (a count of mean 40 whose smallest value, 28, two of 150 rows hold), and the next
+#: value beyond it (27) is no error; a count's 0 needs no more ...
+WALL_MIN_ROWS = 10
 #: ... and at least this share of the next value's (the values pile up there instead of thinning
 #: out: a binomial's rare 3 of 5, which a 4 follows now and then, is no wall); a count's 0 is a
 #: wall whatever the next (counts are never negative) ...
@@ -254,7 +258,7 @@ class Walls:
             levels, counts = np.unique(x, return_counts=True)
             allowed = BEYOND_WALL * len(x)
             below, above = np.cumsum(counts) - counts, np.cumsum(counts[::-1])[::-1] - counts
-            piled = counts >= WALL_SHARE * len(x)
+            piled = (counts >= WALL_SHARE * len(x)) & ((counts >= WALL_MIN_ROWS) | (levels == 0))
             inner_up = np.r_[counts[1:], 0]  # the next value towards the middle, from below ...
             inner_down = np.r_[0, counts[:-1]]  # ... and from above
             lows = np.flatnonzero(
