@@ -30,6 +30,22 @@ def test_distance_statistic_is_exponential_for_gaussian_rows() -> None:
     assert np.mean(s > np.log(100)) == pytest.approx(0.01, rel=0.05)
 
 
+def test_distance_statistic_stays_finite_and_ordered_far_out() -> None:
+    # Half squared distances of 725 and more underflow the chi-square's survival: the rows
+    # beyond must stay finite and in order (a wide table's rows lie that far out of a small
+    # table's robust fit), and match the exact values where those are finite.
+    from scipy import special, stats
+
+    for p in (1, 5, 60, 500):
+        d = np.r_[np.linspace(600, 760, 17), 1e4, 1e6, 1e200]
+        s = distance_statistic(d, p)
+        assert np.all(np.isfinite(s)) and np.all(np.diff(s) > 0)
+        exact = -stats.chi2.logsf(2 * d, p)
+        ok = np.isfinite(exact)
+        np.testing.assert_allclose(s[ok], exact[ok], rtol=1e-9)
+        assert s[-3] == pytest.approx(1e4 - (p / 2 - 1) * np.log(1e4) + special.gammaln(p / 2), rel=1e-5)
+
+
 def test_tails_round_trip_through_their_state() -> None:
     rng = np.random.default_rng(1)
     n, p = 2000, 3

@@ -248,6 +248,18 @@ def distance_statistic(distance: np.ndarray, p: int) -> np.ndarray:
     model's own surprise at the row (exponential with mean 1 if the numbers are Gaussian, so the
     fitted tail only corrects the model where they are not: heavier tails get a shape up to
     ``CELL_MAX_SHAPE``, as a cell's do)."""
-    from scipy import stats
+    from scipy import special, stats
 
-    return -stats.chi2.logsf(2.0 * np.asarray(distance, dtype=np.float64), max(p, 1))
+    x, k = 2.0 * np.asarray(distance, dtype=np.float64), max(p, 1)
+    with np.errstate(divide="ignore"):
+        log_sf = stats.chi2.logsf(x, k)
+    far = ~np.isfinite(log_sf) & np.isfinite(x) & (x > k)
+    if far.any():
+        # scipy takes the log of a survival that has underflowed (from half a squared distance of
+        # about 725 on): -inf, which would make every row that far out equal, and give p = 0 to a
+        # new row beyond a calibration row.  Far out, the upper incomplete gamma's asymptotic
+        # series is accurate: Q(a, y) = y^(a-1) e^-y / Gamma(a) (1 + (a-1)/y + (a-1)(a-2)/y^2 ...).
+        a, y = k / 2.0, x[far] / 2.0
+        series = 1.0 + (a - 1.0) / y * (1.0 + (a - 2.0) / y)
+        log_sf[far] = (a - 1.0) * np.log(y) - y - special.gammaln(a) + np.log(np.maximum(series, 1e-300))
+    return -log_sf
