@@ -59,7 +59,10 @@ MAX_TAIL = 2000
 #: also a cluster of up to a quarter of the rows standing apart.
 SCORE_TRIM = (0.02, 0.02)
 #: The density score in nats (a negative log-likelihood) has a near-exponential upper tail: the
-#: heaviest shape its fits may take.
+#: heaviest shape its in-sample fits may take (a heavier one would let a table fitted on itself put
+#: its trimmed anomalies back).  Fits on calibration rows believed normal take up to MAX_SHAPE: on
+#: small tables the flows are learned from a few hundred rows, and the density of rows they did
+#: not see is heavier-tailed (research/notes.md, section 26).
 DENSITY_MAX_SHAPE = 0.1
 DISTANCE_TRIM = (0.0, 0.25)
 MIN_FITTED = 10

@@ -20,6 +20,7 @@ import numpy as np
 from nrad.calibration import (
     DENSITY_MAX_SHAPE,
     DISTANCE_TRIM,
+    MAX_SHAPE,
     SCORE_TRIM,
     TailModel,
     combine,
@@ -55,9 +56,11 @@ class ChannelTails:
     distance also a cluster above a gap (``DISTANCE_TRIM``: a broken batch
     that the density learns as normal stands apart there); each cell its
     top 1% (``CELL_TRIM``).  The density's tail in nats is near-exponential
-    (``DENSITY_MAX_SHAPE``), the fused score's is heavier (the neighbour
+    (``DENSITY_MAX_SHAPE`` in sample), the fused score's is heavier (the neighbour
     member's long tail): a row far out in density reaches a small p-value
-    that the fused score's tail would not give it.
+    that the fused score's tail would not give it.  Fitted on rows believed
+    normal, the density's tail may be as heavy as the fused score's
+    (``MAX_SHAPE``): a small table's flows are heavier-tailed on rows they did not see.
     """
 
     row: TailModel
@@ -80,7 +83,9 @@ class ChannelTails:
         trim = (lambda share: share) if in_sample else (lambda share: None)  # noqa: E731
         return cls(
             TailModel.fit(scores, trim(SCORE_TRIM)),
-            None if density is None else TailModel.fit(density, trim(SCORE_TRIM), DENSITY_MAX_SHAPE),
+            None
+            if density is None
+            else TailModel.fit(density, trim(SCORE_TRIM), DENSITY_MAX_SHAPE if in_sample else MAX_SHAPE),
             None if distances is None else TailModel.fit(distances, trim(DISTANCE_TRIM), CELL_MAX_SHAPE),
             None
             if residuals is None or values is None or columns is None
