@@ -46,6 +46,25 @@ def test_distance_statistic_stays_finite_and_ordered_far_out() -> None:
         assert s[-3] == pytest.approx(1e4 - (p / 2 - 1) * np.log(1e4) + special.gammaln(p / 2), rel=1e-5)
 
 
+def test_density_tail_of_rows_believed_normal_may_be_heavier_than_in_sample() -> None:
+    # In sample the density's tail keeps near-exponential shapes (a heavier one would take the
+    # table's trimmed anomalies back); fitted on calibration rows believed normal it may take
+    # the fused score's shapes: a small table's flows are heavier-tailed on unseen rows.
+    from nrad.calibration import DENSITY_MAX_SHAPE, MAX_SHAPE
+
+    rng = np.random.default_rng(2)
+    n = 600
+    density = rng.pareto(3.0, n)  # a tail of shape 1/3
+    scores = rng.gumbel(size=n)
+    fresh = ChannelTails.fit(scores, density, None, None, None, None, in_sample=False)
+    own = ChannelTails.fit(scores, density, None, None, None, None, in_sample=True)
+    assert fresh.density is not None and own.density is not None
+    assert fresh.density.shapes.max() == pytest.approx(MAX_SHAPE)
+    assert own.density.shapes.max() == pytest.approx(DENSITY_MAX_SHAPE)
+    far = np.array([density.max() * 3])
+    assert fresh.density.p_values(far)[0] > own.density.p_values(far)[0]
+
+
 def test_tails_round_trip_through_their_state() -> None:
     rng = np.random.default_rng(1)
     n, p = 2000, 3
