@@ -78,15 +78,18 @@ class ChannelTails:
         values: np.ndarray | None,
         columns: np.ndarray | None,
         in_sample: bool = False,
+        cluster: bool = True,
     ) -> ChannelTails:
-        """From the training rows' out-of-fold statistics (None: no such channel)."""
+        """From the training rows' out-of-fold statistics (None: no such channel).  ``cluster``:
+        in sample, the distance's tail may leave out a cluster standing apart (False: the rows
+        apart are a segment of the table, and only the top scores are left out, as a row score's)."""
         trim = (lambda share: share) if in_sample else (lambda share: None)  # noqa: E731
         return cls(
             TailModel.fit(scores, trim(SCORE_TRIM)),
             None
             if density is None
             else TailModel.fit(density, trim(SCORE_TRIM), DENSITY_MAX_SHAPE if in_sample else MAX_SHAPE),
-            None if distances is None else TailModel.fit(distances, trim(DISTANCE_TRIM), CELL_MAX_SHAPE),
+            None if distances is None else TailModel.fit(distances, trim(DISTANCE_TRIM if cluster else SCORE_TRIM), CELL_MAX_SHAPE),
             None
             if residuals is None or values is None or columns is None
             else NumericCellTests.fit(residuals, values, columns, trim(CELL_TRIM)),

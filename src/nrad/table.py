@@ -529,7 +529,7 @@ def fit_table(
     n_folds = cross_fit_folds(len(features))
     model.folds = rng.permutation(len(features)) % n_folds
     prep = Prepared(numeric.shape(enc.numeric), codes, enc.counts, enc.missing)
-    distances = None
+    distances, spread, segment = None, None, False
     if enc.numeric.shape[1]:
         # Dequantized values (integers spread over their unit cell) and
         # missing cells filled with random observed values train the flows;
@@ -547,11 +547,20 @@ def fit_table(
         if width and width < z.shape[1] or z.shape[1] > MAX_CELL_FEATURES:
             model.basis, model.residual_variance = _principal_basis(z[inside], width or MAX_FLOW_FEATURES)
         model.gaussians = _fit_gaussians(model, z, model.numeric_z(y, codes)[0], inside, random_state)
-        # The training rows' robust distances, out of fold (the values as they are, absent cells
-        # at their conditional means): they find the rows standing apart, and calibrate below.
-        filled = model.fill(model.numeric_z(prep.y, prep.codes)[0], model.folds)
+        # The training rows' robust distances, out of fold (absent cells at their conditional
+        # means): they find the rows standing apart, and calibrate below.  Read on the dequantized
+        # values, as the Gaussians were fitted: rows that share a rare count tie in distance, and
+        # ties read as a gap that an exponential tail would not make (nrad.calibration.gap_trim).
+        spread = spread_levels(y, ~np.isnan(y), np.random.default_rng(random_state + 1))
+        filled = model.fill(model.numeric_z(spread, codes)[0], model.folds)
         distances = distance_statistic(model.gaussian_distance(filled, model.folds), filled.shape[1])
-        inside &= ~_standing_apart(distances)
+        apart = _standing_apart(distances)
+        # A cluster that is whole levels of a category is a segment of the table (every US invoice
+        # charges no VAT), not a broken batch: it trains the models, and the in-sample distance
+        # tail does not leave it out.
+        segment = _is_segment(apart, enc.codes)
+        if not segment:
+            inside &= ~apart
         if z.shape[1] <= MAX_CELL_FEATURES:
             model.relations = [
                 Relations.fit(model.reading(name, y, codes), model.folds, inside, random_state, name)
@@ -573,13 +582,12 @@ def fit_table(
             held = [u[(model.folds == k) & inside] for k in range(n_folds)]
             model.detectors = fit_together(flows, train, validation=held)
     density, z, _ = model.density_prepared(prep, model.folds)
-    scores, residuals, values, spread = density, None, None, None
+    scores, residuals, values = density, None, None
     if enc.numeric.shape[1]:
         # Calibrated on the dequantized values (a count spread over its unit cell, a two-valued
         # column over the gap between its values), as the flows were trained: tied residuals
         # would make a count's next value, or the 4% of rows with two kitchens, look like a gap
         # in a continuous tail (nrad.calibration.gap_trim) and trim it as anomalies.
-        spread = spread_levels(y, ~np.isnan(y), np.random.default_rng(random_state + 1))
         residuals = model.cell_residuals(prep, model.folds, y=spread)
         values = model.cell_values(prep, y=spread)
         model.walls = Walls.fit(model.raw_values(prep), numeric.discrete)
@@ -594,7 +602,8 @@ def fit_table(
     # The table scored against itself holds its anomalies: each channel's own tail leaves its top
     # scores out (see ChannelTails.fit).
     model.own_tails = ChannelTails.fit(
-        scores, density if fused else None, distances, residuals, values, spread, in_sample=True
+        scores, density if fused else None, distances, residuals, values, spread, in_sample=True,
+        cluster=not segment,
     )
     info.update(n_train_rows=len(features), preprocess_counts={**schema.counts, **enc.counts})
     return model
@@ -664,6 +673,36 @@ def _standing_apart(distances: np.ndarray) -> np.ndarray:
     if tail.n_trimmed:
         apart[np.argsort(-np.nan_to_num(distances, nan=-np.inf), kind="stable")[: tail.n_trimmed]] = True
     return apart
+
+
+#: A level most of whose rows stand apart (at least this share of them, and this many rows) ...
+SEGMENT_SHARE = 0.5
+SEGMENT_MIN_ROWS = 10
+
+
+def _is_segment(apart: np.ndarray, codes: np.ndarray) -> bool:
+    """Whether most rows standing apart (``apart``, see :func:`_standing_apart`) belong to levels
+    most of whose rows stand apart: levels (of any categorical column) of at least
+    ``SEGMENT_MIN_ROWS`` rows, ``SEGMENT_SHARE`` of which stand apart, holding together at least
+    half of the rows apart.
+
+    A broken batch shares its line and shift with good parts (a quarter of line B's parts); a
+    segment whose numbers differ (a country that charges no VAT, wholesale quantities) is most
+    of its level.  The robust Gaussian, fitted on the three quarters of the rows most alike,
+    leaves such segments out whatever their size, and the gap before them reads as a cluster of
+    anomalies: 100 of 500 clean invoices were flagged.  The categories tell the two apart where
+    the numbers cannot.
+    """
+    n_apart = int(apart.sum())
+    if n_apart == 0 or codes.shape[1] == 0:
+        return False
+    in_segment = np.zeros(len(apart), dtype=bool)
+    for column in codes.T:
+        levels, inverse, counts = np.unique(column, return_inverse=True, return_counts=True)
+        share = np.bincount(inverse, weights=apart.astype(float), minlength=len(levels)) / counts
+        segment = (counts >= SEGMENT_MIN_ROWS) & (share >= SEGMENT_SHARE)
+        in_segment |= segment[inverse]
+    return int((in_segment & apart).sum()) >= 0.5 * n_apart
 
 
 def _fit_gaussians(
