@@ -89,7 +89,9 @@ class ChannelTails:
             None
             if density is None
             else TailModel.fit(density, trim(SCORE_TRIM), DENSITY_MAX_SHAPE if in_sample else MAX_SHAPE),
-            None if distances is None else TailModel.fit(distances, trim(DISTANCE_TRIM if cluster else SCORE_TRIM), CELL_MAX_SHAPE),
+            None
+            if distances is None
+            else TailModel.fit(distances, trim(DISTANCE_TRIM if cluster else SCORE_TRIM), CELL_MAX_SHAPE),
             None
             if residuals is None or values is None or columns is None
             else NumericCellTests.fit(residuals, values, columns, trim(CELL_TRIM)),

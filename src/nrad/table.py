@@ -555,9 +555,9 @@ def fit_table(
         filled = model.fill(model.numeric_z(spread, codes)[0], model.folds)
         distances = distance_statistic(model.gaussian_distance(filled, model.folds), filled.shape[1])
         apart = _standing_apart(distances)
-        # A cluster that is whole levels of a category is a segment of the table (every US invoice
-        # charges no VAT), not a broken batch: it trains the models, and the in-sample distance
-        # tail does not leave it out.
+        # A cluster that is most of its category levels is a segment of the table (every US
+        # invoice charges no VAT), not a broken batch: it trains the models, and the in-sample
+        # distance tail does not leave it out.
         segment = _is_segment(apart, enc.codes)
         if not segment:
             inside &= ~apart
@@ -686,7 +686,7 @@ def _is_segment(apart: np.ndarray, codes: np.ndarray) -> bool:
     ``SEGMENT_MIN_ROWS`` rows, ``SEGMENT_SHARE`` of which stand apart, holding together at least
     half of the rows apart.
 
-    A broken batch shares its line and shift with good parts (a quarter of line B's parts); a
+    A broken batch shares its line and shift with good parts (20 of line B's 1,000 or so); a
     segment whose numbers differ (a country that charges no VAT, wholesale quantities) is most
     of its level.  The robust Gaussian, fitted on the three quarters of the rows most alike,
     leaves such segments out whatever their size, and the gap before them reads as a cluster of
