@@ -488,14 +488,15 @@ def _tail_weight(u: np.ndarray) -> float:
     return float(best.x)
 
 
-def _bulk(y: np.ndarray) -> np.ndarray:
-    """Rows within ``BULK_SD`` robust sd (median absolute deviation) of the median."""
+def _bulk(y: np.ndarray, if_no_spread: bool = True) -> np.ndarray:
+    """Rows within ``BULK_SD`` robust sd (median absolute deviation) of the median; where the
+    MAD is 0, every row or none (``if_no_spread``)."""
     if len(y) == 0:
         return np.zeros(0, dtype=bool)
     med = np.median(y)
     mad = 1.4826 * np.median(np.abs(y - med))
     if not mad > 0:
-        return np.ones(len(y), dtype=bool)
+        return np.full(len(y), if_no_spread)
     return np.abs(y - med) <= BULK_SD * mad
 
 
@@ -514,13 +515,8 @@ def _level_bulk(y: np.ndarray, codes: np.ndarray, n_codes: list[int]) -> np.ndar
         level = codes[:, f]
         for code in range(n_codes[f]):
             rows = level == code
-            if code == n_codes[f] - 2 or rows.sum() < LEVEL_BULK_ROWS:
-                continue
-            values = y[rows]
-            med = np.median(values)
-            mad = 1.4826 * np.median(np.abs(values - med))
-            if mad > 0:
-                inside[rows] |= np.abs(values - med) <= BULK_SD * mad
+            if code != n_codes[f] - 2 and rows.sum() >= LEVEL_BULK_ROWS:
+                inside[rows] |= _bulk(y[rows], if_no_spread=False)
     return inside
 
 

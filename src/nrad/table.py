@@ -700,8 +700,8 @@ def _is_segment(apart: np.ndarray, codes: np.ndarray) -> bool:
     for column in codes.T:
         levels, inverse, counts = np.unique(column, return_inverse=True, return_counts=True)
         share = np.bincount(inverse, weights=apart.astype(float), minlength=len(levels)) / counts
-        segment = (counts >= SEGMENT_MIN_ROWS) & (share >= SEGMENT_SHARE)
-        in_segment |= segment[inverse]
+        mostly_apart = (counts >= SEGMENT_MIN_ROWS) & (share >= SEGMENT_SHARE)
+        in_segment |= mostly_apart[inverse]
     return int((in_segment & apart).sum()) >= 0.5 * n_apart
 
 
