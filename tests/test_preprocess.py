@@ -208,6 +208,28 @@ def test_every_column_that_looks_like_a_key_is_an_identifier() -> None:
     assert "ticket no" in kept.names and "ticket no" not in kept.identifiers
 
 
+def test_a_column_with_two_values_off_its_mode_is_a_category() -> None:
+    """0 in 148 of 150 houses and 523 and 611 in two: two values say nothing of a spread, and read
+    as a number each cost thousands of nats.  Read as a category with a note, whether the cells
+    are numbers or text as exports write them (matched as written when a table is scored)."""
+    rng = np.random.default_rng(3)
+    pool = np.zeros(150)
+    pool[[7, 90]] = [523.0, 611.0]
+    flag = np.zeros(150)
+    flag[[3, 4, 5]] = 1.0  # three rows off the mode: a number, as before
+    text = pd.Series(["0"] * 150, dtype=object)
+    text[[10, 20]] = ["1.234,50", "2.010,00"]
+    df = pd.DataFrame({"pool": pool, "flag": flag, "text": text, "area": rng.lognormal(7, 0.3, 150)})
+    schema = fit_schema(df)
+    kinds = {c.name: c.kind for c in schema.columns}
+    assert kinds == {"pool": "categorical", "flag": "numeric", "text": "categorical", "area": "numeric"}
+    pool_plan = schema.columns[schema.names.index("pool")]
+    assert pool_plan.note.startswith("pool: 148 of its 150 values are 0, too few others")
+    new = df.iloc[[11, 12]].copy()
+    new["pool"] = new["pool"].astype(int)  # as a clean file with no missing cell reads it
+    assert encode(schema, new).counts["unseen_levels"] == 0  # 0 is the level 0, as text or number
+
+
 def test_a_spike_is_a_category_and_the_rest_a_number() -> None:
     rng = np.random.default_rng(1)
     pool = np.where(rng.random(3000) < 0.99, 0.0, rng.uniform(150, 800, 3000).round())

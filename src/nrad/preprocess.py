@@ -65,6 +65,10 @@ SPIKE_SHARE = 0.5
 EDGE_SPIKE_SHARE = 0.2
 #: ... and the other values take at least this many distinct values (else it is a flag or a few levels).
 SPIKE_REST_LEVELS = 3
+#: A numeric column all of whose values but at most this many rows' are one value (a pool's area, 0 in
+#: 148 of 150 houses) is read as a category: two values say nothing of a spread, and read as a
+#: number the column is a point mass whose other values cost thousands of nats each.
+MAX_OFF_MODE = 2
 
 
 def standardization(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -484,7 +488,13 @@ def _plan_column(name: str, col: pd.Series) -> tuple[ColumnPlan | None, str, int
     present = _na_tokens_to_missing(col).notna().sum()
     if present and values.notna().sum() >= NUMERIC_PARSE_SHARE * present:
         plan, reason, failures = _numeric_plan(name, values, failures)
-        if plan is not None:
+        if plan is not None and plan.kind == "categorical":
+            # Levels as the cells are written: the text is what is matched when a table is scored.
+            note = plan.note
+            plan, reason, _ = _categorical_plan(name, _na_tokens_to_missing(col))
+            if plan is not None:
+                plan.note = note
+        elif plan is not None:
             plan.number_format = fmt
         return plan, reason, failures
     plan, reason, _ = _categorical_plan(name, _na_tokens_to_missing(col))
@@ -516,6 +526,14 @@ def _numeric_plan(name: str, values: pd.Series, failures: int) -> tuple[ColumnPl
     distinct = finite.nunique()
     if distinct <= 1 and values.notna().all():
         return None, "constant", failures
+    off_mode = len(finite) - int(finite.value_counts().iloc[0])
+    if 0 < off_mode <= MAX_OFF_MODE and len(finite) > 2 * MAX_OFF_MODE:
+        plan, reason, _ = _categorical_plan(name, values)
+        if plan is not None:
+            mode = _as_text(finite).value_counts().index[0]
+            plan.note = (f"{name}: {len(finite) - off_mode} of its {len(finite)} values are {mode}, too few "
+                         "others to read as numbers; read as a category")  # fmt: skip
+        return plan, reason, failures
     return ColumnPlan(name, "numeric", fill=float(finite.median()), spike=spike_value(finite)), "", failures
 
 
