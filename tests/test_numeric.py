@@ -53,6 +53,29 @@ def test_an_amount_is_read_against_its_merchant() -> None:
     assert abs(z[0, 0]) < 0.5 and z[1, 0] > 4  # 8x the merchant's usual amount
 
 
+def test_a_feature_read_from_few_values_is_read_by_its_predictive_tail() -> None:
+    """Six values off a spike give a spread that is itself uncertain: a new value 15 of those
+    spreads out is as far as a Student t's tail makes it (about 4 Gaussian sd), not 15.  With
+    thirty values or more, nothing changes.  Odd, monotone, and inverted for explanations."""
+    rng = np.random.default_rng(4)
+    codes = np.zeros((150, 0), dtype=np.int64)
+    few = np.full((150, 1), np.nan)
+    few[:6, 0] = [435.0, 437.0, 718.0, 811.0, 974.0, 980.0]
+    many = rng.normal(700, 230, (150, 1))
+    model_few = NumericModel.fit(few, codes, [], rng)
+    model_many = NumericModel.fit(many, codes, [], rng)
+    assert model_few.n_values.tolist() == [6] and model_many.n_values.tolist() == [150]
+    new = np.array([[700.0], [1500.0], [5402.0], [-3000.0], [1e9]])
+    r_few = model_few.residuals(model_few.shape(new), np.zeros((5, 0), dtype=np.int64))[:, 0]
+    r_many = model_many.residuals(model_many.shape(new), np.zeros((5, 0), dtype=np.int64))[:, 0]
+    assert np.all(np.diff(r_few[[3, 0, 1, 2, 4]]) > 0)  # order kept
+    assert 3 < r_few[2] < 5 and r_few[3] < -3 and r_few[4] > 10  # far stays further
+    assert r_many[2] > 15  # plenty of values: read as it is
+    z = model_few.standardize(model_few.shape(new), np.zeros((5, 0), dtype=np.int64))[:, 0]
+    back = model_few.to_original(0, z, np.zeros(0, dtype=np.int64))
+    np.testing.assert_allclose(back[:4], new[:4, 0], rtol=1e-6)
+
+
 def test_a_new_merchant_falls_back_to_the_next_context() -> None:
     rng = np.random.default_rng(2)
     amount, merchant, n_codes = _amounts(rng)

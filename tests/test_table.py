@@ -230,3 +230,33 @@ def test_a_rare_value_of_a_column_zero_in_all_other_rows_is_not_flagged() -> Non
     scored, _ = model.score(frame, fdr=0.1, explain="none", in_sample=True)
     assert not scored.loc[[20, 50, 80], "flagged"].any()
     assert scored.loc[120, "flagged"]
+
+
+def _houses(n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    living = rng.lognormal(7.2, 0.3, n).round()
+    shed = np.where(rng.random(n) < 0.04, rng.lognormal(6.5, 0.8, n).round(), 0.0)
+    return pd.DataFrame(
+        {
+            "district": rng.choice(["north", "south", "east"], n),
+            "living_area": living,
+            "garage_area": (0.3 * living * rng.lognormal(0, 0.2, n)).round(),
+            "rooms": np.clip(np.round(living / 250 + rng.normal(0, 0.7, n)), 2, 12),
+            "shed_area": shed,
+        }
+    )
+
+
+def test_new_values_of_a_column_seen_non_zero_three_times_are_read_by_their_predictive_tail() -> None:
+    """Fitted on 150 houses of which three have a shed (the rest 0), a new table's sheds lie
+    beyond those three: read against the spread of three values, three of its five sheds were
+    flagged; read by the predictive tail of a value given three, none is.  A garage 40 times the
+    usual still is."""
+    clean, new = _houses(150, 103), _houses(150, 203)
+    new.loc[0, "garage_area"] *= 40
+    assert (clean["shed_area"] > 0).sum() == 3
+    model = fit_table(clean, random_state=0, max_epochs=5)
+    scored, _ = model.score(new, fdr=0.1, explain="none")
+    sheds = new.index[new["shed_area"] > 0]
+    assert len(sheds) == 5 and not scored.loc[sheds, "flagged"].any()
+    assert scored.loc[0, "flagged"]

@@ -40,6 +40,7 @@ from nrad.preprocess import TableSchema
 from nrad.table import MAX_CELL_FEATURES, TableModel
 
 FORMAT = "nrad-model"
+#: Version 9: the numeric model keeps how many values each feature was read from (``n_values``).
 #: Version 8: a third test per numeric cell, its value in its column (``column_upper``, ``column_lower``).
 #: Version 7: the Gaussians cells' residuals are read from (``relations``, one set per reading).
 #: Version 6: every part saves itself (a detector's flow weights under its own prefix).
@@ -47,8 +48,8 @@ FORMAT = "nrad-model"
 #: each cell tested by its residual and by its value in context), lattice walls, the robust
 #: Gaussian's sparse columns (p-values of earlier versions were calibrated differently: those
 #: files must be refitted).
-FORMAT_VERSION = 8
-READS_VERSIONS = (8,)
+FORMAT_VERSION = 9
+READS_VERSIONS = (9,)
 MANIFEST, TENSORS = "manifest.json", "tensors.safetensors"
 MAX_MANIFEST_BYTES = 16 * 2**20
 MAX_TENSOR_BYTES = 2 * 2**30

@@ -26,7 +26,9 @@ Per numeric feature ``j`` (see docs/method.md, section "Tables"):
    1]``, fitted by maximum likelihood to the residuals, pulls symmetric heavy
    tails (Student t with 2 degrees of freedom) in towards Gaussian ones,
    which a flow with a Gaussian base can follow; ``delta = 1`` leaves the
-   residuals as they are.  It is fitted to residuals, not to the column:
+   residuals as they are.  (A feature read from fewer than ``FEW_VALUES``
+   training values is read by its predictive tail first: :func:`_predictive`.)
+   It is fitted to residuals, not to the column:
    the amounts of 50 merchants together look heavy-tailed, one merchant's
    amounts do not.  The score adds its log-Jacobian (:meth:`NumericModel.tail_terms`),
    so the transform helps the flow learn without pulling far values in.
@@ -97,6 +99,9 @@ TAIL_FIT = (0.01, 0.99)
 RELATED = 0.5
 #: Columns whose pair correlations are computed at once (a block times all columns in memory).
 PAIR_BLOCK = 256
+#: A feature with fewer training values than this (a zero-inflated column's values off its spike, a
+#: column missing in most rows) is read by its predictive distribution (see :func:`_predictive`).
+FEW_VALUES = 30
 #: Quantiles of each feature's training z kept as its typical values
 #: (candidates when filling a missing cell or asking what would be typical).
 GRID = 16
@@ -129,6 +134,8 @@ class NumericModel:
     #: (k, 2) pairs of features whose training z correlate by at least RELATED
     #: (explanations repair them together too).
     related: np.ndarray
+    #: Per feature: how many training values it was read from (present, off its spike).
+    n_values: np.ndarray
 
     @classmethod
     def fit(
@@ -140,6 +147,7 @@ class NumericModel:
         exact = numeric  # before dequantization: a level's spike is one value here
         numeric = dequantize(numeric, discrete, rng)
         magnitude, exponent, tail_weight = np.ones(p), np.ones(p), np.ones(p)
+        n_values = np.isfinite(numeric).sum(axis=0).astype(np.int64)
         contexts, clip, grid = [], np.full(p, MIN_CLIP), np.zeros((p, GRID))
         zs = np.full(numeric.shape, np.nan)
         for j in range(p):
@@ -152,7 +160,7 @@ class NumericModel:
             # itself holds its anomalies) must not set what is typical.
             bulk = _bulk(y) | _level_bulk(y, codes[seen], n_codes)
             contexts.append(_contexts(y[bulk], codes[seen][bulk], n_codes, exact[seen, j][bulk]))
-            residual = _standardize_one(y, codes[seen], *contexts[-1])
+            residual = _predictive(_standardize_one(y, codes[seen], *contexts[-1]), int(n_values[j]))
             # The tail weight is a property of the residuals given the context:
             # amounts of 50 merchants look heavy-tailed together, not within one.
             tail_weight[j] = _tail_weight(_central(residual, TAIL_FIT))
@@ -167,7 +175,7 @@ class NumericModel:
         as_int = lambda values: np.asarray(values, dtype=np.int64)  # noqa: E731
         return cls(
             magnitude, exponent, clip, tail_weight, as_int(parent), location, scale,
-            as_int(fallback), fallback_location, fallback_scale, grid, discrete, related_pairs(zs),
+            as_int(fallback), fallback_location, fallback_scale, grid, discrete, related_pairs(zs), n_values,
         )  # fmt: skip
 
     @property
@@ -200,7 +208,7 @@ class NumericModel:
         off stays as far off as it is, which ``z`` (its tails pulled in) does not keep."""
         r = np.empty_like(y, dtype=np.float64)
         for j in range(self.n_features):
-            r[:, j] = _standardize_one(y[:, j], codes, *self._context(j))
+            r[:, j] = _predictive(_standardize_one(y[:, j], codes, *self._context(j)), int(self.n_values[j]))
         return _finite(r)
 
     def context(self, j: int, codes: np.ndarray) -> tuple[int, int]:
@@ -261,7 +269,7 @@ class NumericModel:
         else:
             loc, sc = self.fallback_location[j][code], self.fallback_scale[j][code]
         residual = np.sinh(np.arcsinh(np.asarray(z, dtype=np.float64)) / self.tail_weight[j])
-        return loc + sc * residual
+        return loc + sc * _predictive_inverse(residual, int(self.n_values[j]))
 
     # -- the model file ----------------------------------------------------
 
@@ -276,6 +284,7 @@ class NumericModel:
             f"{prefix}grid": self.grid,
             f"{prefix}discrete": self.discrete.astype(np.float64),
             f"{prefix}related": self.related.astype(np.int64).reshape(-1, 2),
+            f"{prefix}n_values": self.n_values.astype(np.int64),
         }
         for j in range(self.n_features):
             arrays[f"{prefix}location.{j}"] = self.location[j]
@@ -305,8 +314,9 @@ class NumericModel:
             grid=np.asarray(arrays[f"{prefix}grid"], dtype=np.float64),
             discrete=np.asarray(arrays[f"{prefix}discrete"], dtype=np.float64),
             related=np.asarray(arrays[f"{prefix}related"], dtype=np.int64).reshape(-1, 2),
+            n_values=np.asarray(arrays[f"{prefix}n_values"], dtype=np.int64).reshape(-1),
         )
-        for name in ("magnitude", "exponent", "clip", "tail_weight", "parent", "fallback", "discrete"):
+        for name in ("magnitude", "exponent", "clip", "tail_weight", "parent", "fallback", "discrete", "n_values"):
             if getattr(got, name).shape != (p,):
                 raise ValueError(f"numeric model {name} has shape {getattr(got, name).shape}, expected ({p},)")
         if got.grid.shape != (p, GRID):
@@ -439,6 +449,44 @@ def related_pairs(z: np.ndarray) -> np.ndarray:
         j = j + start
         pairs.append(np.column_stack([j, k])[j < k])
     return np.concatenate(pairs, axis=0).astype(np.int64) if pairs else np.zeros((0, 2), np.int64)
+
+
+def _predictive(r: np.ndarray, m: int) -> np.ndarray:
+    """Standardized residuals of a feature read from ``m`` training values, as the Gaussian value
+    of the same tail probability under the predictive distribution of a new value (unchanged
+    from ``FEW_VALUES`` values on).
+
+    A location and a spread from a few values (a zero-inflated column's six values off 0) are
+    uncertain, and a new value several of their spreads out is no rarer than that uncertainty
+    makes it: for Gaussian values of unknown mean and variance, ``r / sqrt(1 + 1/m)`` follows a
+    Student t with ``m - 1`` degrees of freedom (here with the robust spread in place of the sd).
+    Read as it is, a value of 5,402 where six values ran 435 to 980 was 15 spreads out, 108
+    nats, and flagged; as the Gaussian value of its predictive tail probability it is 4.1.
+    Odd and monotone, so it keeps the order of the values and the side they are on.
+    """
+    if m >= FEW_VALUES:
+        return r
+    from scipy import special, stats
+
+    dof = max(m - 1, 1)
+    t = np.asarray(r, dtype=np.float64) / np.sqrt(1.0 + 1.0 / max(m, 1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # From the far side's log tail probability: exact far out, where the probabilities underflow.
+        z = -special.ndtri_exp(stats.t.logsf(np.abs(t), dof))
+    return np.where(np.isnan(t), np.nan, np.sign(t) * np.maximum(z, 0.0))
+
+
+def _predictive_inverse(z: np.ndarray, m: int) -> np.ndarray:
+    """The standardized residual whose :func:`_predictive` value is ``z``."""
+    if m >= FEW_VALUES:
+        return z
+    from scipy import special, stats
+
+    dof = max(m - 1, 1)
+    z = np.asarray(z, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = stats.t.isf(np.exp(special.log_ndtr(-np.abs(z))), dof)
+    return np.sign(z) * np.nan_to_num(t, posinf=HUGE) * np.sqrt(1.0 + 1.0 / max(m, 1))
 
 
 def _sinh_arcsinh(r: np.ndarray, weight: float) -> np.ndarray:
