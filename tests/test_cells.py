@@ -105,6 +105,41 @@ def test_a_small_tables_thin_count_tail_is_no_wall() -> None:
     assert walls.low.tolist() == [1.0, 0.0] and walls.high[0] == 5.0
 
 
+def test_a_bound_one_column_keeps_given_another_is_a_wall_of_their_difference() -> None:
+    """Years as a customer never above the age less 18 (they pile up there: customers since
+    their 18th birthday), a remodelling year never before the building year: walls of the
+    differences, which two rows with errors do not break.  Two unrelated columns bounded only by
+    their own ranges (a sale's year, a number of half baths) get no such wall, however their
+    extremes pile up."""
+    from nrad.cells import Walls
+
+    rng = np.random.default_rng(5)
+    n = 3000
+    age = np.clip(np.round(rng.normal(45, 15, n)), 18, 90)
+    years = np.round(np.minimum(rng.exponential(6, n), age - 18), 1)
+    built = rng.integers(1950, 2010, n).astype(float)
+    remodel = np.where(rng.random(n) < 0.5, built, np.minimum(built + rng.integers(1, 40, n), 2010))
+    sold = rng.integers(2006, 2011, n).astype(float)
+    half_baths = rng.choice([0.0, 1.0, 2.0], n, p=[0.6, 0.38, 0.02])
+    years[[3, 4]] = age[[3, 4]] - 10  # a table fitted on itself holds its errors
+    values = np.column_stack([age, years, built, remodel, sold, half_baths])
+    walls = Walls.fit(values, np.array([1.0, 0.1, 1.0, 1.0, 1.0, 1.0]))
+    found = {(int(j), int(k)): (lo, hi) for (j, k), lo, hi in zip(walls.pairs, walls.pair_low, walls.pair_high)}
+    assert set(found) == {(0, 1), (2, 3)}
+    assert found[(0, 1)][0] == pytest.approx(18.0) and found[(2, 3)][1] == 0.0
+    new = np.array(
+        [[25.0, 7.0, 1990, 1995, 2008, 1], [25.0, 22.0, 1990, 1995, 2008, 1], [60.0, 5.0, 1990, 1985, 2008, 0]]
+    )
+    assert walls.beyond(new).tolist() == [
+        [False] * 6,
+        [True, True, False, False, False, False],
+        [False, False, True, True, False, False],
+    ]
+    meta = walls.to_state("w.")
+    back = Walls.from_state(meta, "w.", 6)
+    assert (back.beyond(new) == walls.beyond(new)).all()
+
+
 def _flagged_alone(df: pd.DataFrame, rows: list[int], column: str) -> pd.DataFrame:
     """``nrad detect`` on ``df``: the ``rows`` flagged and named by ``column`` first, few others
     flagged; the scored rows."""

@@ -81,6 +81,19 @@ BEYOND_WALL = 0.001
 #: it.  A column whose values run down to near 0 (a measurement of mean 50 and sd 15, negative
 #: in one row of a thousand) has no wall there: its rare negative values are ordinary.
 ZERO_WALL_GAP = 0.25
+#: Pairs of lattice columns whose difference is searched for walls (a bound one column never passes
+#: given the other: a customer's years as a customer never above their age less 18): at most this
+#: many lattice columns (the pairs grow as their square) ...
+MAX_PAIR_COLUMNS = 64
+#: ... and a pile at a difference's bound may have up to this share of its own count beyond it (a
+#: table fitted on itself holds its errors): 279 customers whose years are exactly their age less
+#: 18, and 3 of 2,940 rows past it, is a bound broken three times, where ``BEYOND_WALL`` alone
+#: allows 2.9 rows.
+PAIR_BEYOND_PILE = 0.02
+#: A difference's wall is kept when so few rows lie beyond it, against how many would were the
+#: two columns unrelated, that a Poisson count falls that low with at most this chance (small:
+#: thousands of pairs are searched in a wide table).
+PAIR_WALL_LEVEL = 1e-6
 #: A cell whose weighted p-value is at most this decides its row alone.  When several do (a
 #: broken relation: the birth year and the age of one row), the row names the one whose value is
 #: also unusual in its context (a birth year 200 years off, beside an ordinary age).
@@ -235,6 +248,12 @@ class Walls:
     high: np.ndarray
     #: Half the lattice spacing: a value beyond a wall by less is on the wall.
     half_step: np.ndarray
+    #: (k, 2) pairs of features ``(j, l)`` whose difference ``x_j - x_l`` has a wall, and its walls
+    #: and half lattice spacing (NaN: none on that side).
+    pairs: np.ndarray | None = None
+    pair_low: np.ndarray | None = None
+    pair_high: np.ndarray | None = None
+    pair_half_step: np.ndarray | None = None
 
     @classmethod
     def fit(cls, values: np.ndarray, spacing: np.ndarray) -> Walls:
@@ -255,27 +274,34 @@ class Walls:
                 low[j] = 0.0
             if not spacing[j] > 0:
                 continue
-            levels, counts = np.unique(x, return_counts=True)
-            allowed = BEYOND_WALL * len(x)
-            below, above = np.cumsum(counts) - counts, np.cumsum(counts[::-1])[::-1] - counts
-            piled = (counts >= WALL_SHARE * len(x)) & ((counts >= WALL_MIN_ROWS) | (levels == 0))
-            inner_up = np.r_[counts[1:], 0]  # the next value towards the middle, from below ...
-            inner_down = np.r_[0, counts[:-1]]  # ... and from above
-            lows = np.flatnonzero(
-                piled & (below <= allowed) & ((counts >= WALL_RATIO * inner_up) | (levels == 0))
-            )
-            highs = np.flatnonzero(piled & (above <= allowed) & (counts >= WALL_RATIO * inner_down))
-            low[j] = levels[lows[0]] if len(lows) else low[j]
-            high[j] = levels[highs[-1]] if len(highs) else np.nan
-        return cls(low, high, np.asarray(spacing, dtype=np.float64) / 2.0)
+            lattice_low, high[j] = _lattice_walls(x, zero_is_a_wall=True)
+            low[j] = lattice_low if np.isfinite(lattice_low) else low[j]
+        return cls(low, high, np.asarray(spacing, dtype=np.float64) / 2.0, *_pair_walls(values, spacing))
 
     def beyond(self, values: np.ndarray) -> np.ndarray:
-        """(n, p) True where a value lies beyond its column's wall (NaN values: False)."""
+        """(n, p) True where a value lies beyond its column's wall, or beyond a wall of its difference
+        with another column (both cells then; NaN values: False)."""
         with np.errstate(invalid="ignore"):
-            return (values < self.low - self.half_step) | (values > self.high + self.half_step)
+            out = (values < self.low - self.half_step) | (values > self.high + self.half_step)
+            if self.pairs is None or not len(self.pairs):
+                return out
+            assert self.pair_low is not None and self.pair_high is not None and self.pair_half_step is not None
+            diff = values[:, self.pairs[:, 0]] - values[:, self.pairs[:, 1]]
+            off = (diff < self.pair_low - self.pair_half_step) | (diff > self.pair_high + self.pair_half_step)
+        rows, which = np.nonzero(off)
+        out[rows, self.pairs[which, 0]] = True
+        out[rows, self.pairs[which, 1]] = True
+        return out
 
     def to_state(self, prefix: str) -> dict[str, np.ndarray]:
-        return {f"{prefix}low": self.low, f"{prefix}high": self.high, f"{prefix}half_step": self.half_step}
+        empty = np.zeros(0)
+        return {
+            f"{prefix}low": self.low, f"{prefix}high": self.high, f"{prefix}half_step": self.half_step,
+            f"{prefix}pairs": (np.zeros((0, 2)) if self.pairs is None else self.pairs).astype(np.int64),
+            f"{prefix}pair_low": empty if self.pair_low is None else self.pair_low,
+            f"{prefix}pair_high": empty if self.pair_high is None else self.pair_high,
+            f"{prefix}pair_half_step": empty if self.pair_half_step is None else self.pair_half_step,
+        }  # fmt: skip
 
     @classmethod
     def from_state(cls, arrays: dict[str, np.ndarray], prefix: str, p: int) -> Walls:
@@ -285,7 +311,98 @@ class Walls:
         ]
         if any(len(a) != p for a in got):
             raise ValueError(f"walls must have one entry per numeric feature ({p})")
-        return cls(*got)
+        pairs = np.asarray(arrays[f"{prefix}pairs"], dtype=np.int64).reshape(-1, 2)
+        sides = [
+            np.asarray(arrays[f"{prefix}{name}"], dtype=np.float64).reshape(-1)
+            for name in ("pair_low", "pair_high", "pair_half_step")
+        ]
+        if any(len(a) != len(pairs) for a in sides) or (len(pairs) and not ((pairs >= 0) & (pairs < p)).all()):
+            raise ValueError(f"pair walls must name features 0 to {p - 1}, with one wall entry per pair")
+        return cls(*got, pairs, *sides)
+
+
+def _lattice_walls(x: np.ndarray, zero_is_a_wall: bool, beyond_pile: float = 0.0) -> tuple[float, float]:
+    """(low, high) walls of lattice values ``x`` (NaN: none): see ``WALL_SHARE`` and the next
+    constants.  ``zero_is_a_wall``: a pile at 0 (a count's) is a lower wall whatever its size
+    against the next value, and needs no ``WALL_MIN_ROWS``.  ``beyond_pile``: the values beyond
+    a wall may also be up to this share of its pile."""
+    levels, counts = np.unique(x, return_counts=True)
+    allowed = np.maximum(BEYOND_WALL * len(x), beyond_pile * counts)
+    below, above = np.cumsum(counts) - counts, np.cumsum(counts[::-1])[::-1] - counts
+    zero = (levels == 0) if zero_is_a_wall else np.zeros(len(levels), dtype=bool)
+    piled = (counts >= WALL_SHARE * len(x)) & ((counts >= WALL_MIN_ROWS) | zero)
+    inner_up = np.r_[counts[1:], 0]  # the next value towards the middle, from below ...
+    inner_down = np.r_[0, counts[:-1]]  # ... and from above
+    lows = np.flatnonzero(piled & (below <= allowed) & ((counts >= WALL_RATIO * inner_up) | zero))
+    highs = np.flatnonzero(piled & (above <= allowed) & (counts >= WALL_RATIO * inner_down))
+    return (float(levels[lows[0]]) if len(lows) else np.nan, float(levels[highs[-1]]) if len(highs) else np.nan)
+
+
+def _pair_walls(
+    values: np.ndarray, spacing: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Walls of the differences of pairs of lattice columns: (pairs, low, high, half spacing).
+
+    A bound that one column keeps given another (a remodelling year never before the building
+    year, a customer's years as a customer never above their age less 18) is a wall of their
+    difference: the rows that meet the bound pile up at it, exactly, and none lie beyond.  A
+    value past it (22 years a customer at 25) is no further out than many ordinary ones in
+    either column, nor off a straight relation by much.  Only lattice columns (years, counts,
+    amounts in cents): their differences repeat exactly where a bound binds, so a pile is a
+    bound met, where two continuous columns' differences never repeat.  Differences of columns
+    that share no lattice (0.1 and 0.25) are skipped; so are tables of more than
+    ``MAX_PAIR_COLUMNS`` lattice columns.
+
+    Two unrelated columns have walls of their difference too: the sale's year less the number
+    of half baths is never above 2010, because no year is above 2010 and no count below 0.  Such
+    a bound says nothing the columns' own ranges do not, and a new table whose years run to
+    2011 would be flagged against it.  A wall is kept only where the columns, paired at random
+    (independent, with the same values), would put many more rows beyond it than do lie there
+    (``PAIR_WALL_LEVEL``): then the rows that keep to it do so because of each other.
+    """
+    lattice = np.flatnonzero(np.asarray(spacing) > 0)
+    pairs, lows, highs, steps = [], [], [], []
+    if 2 <= len(lattice) <= MAX_PAIR_COLUMNS:
+        for a, j in enumerate(lattice):
+            for l in lattice[a + 1 :]:
+                step = float(min(spacing[j], spacing[l]))
+                ratio = max(spacing[j], spacing[l]) / step
+                if abs(ratio - round(ratio)) > 1e-6 * ratio:
+                    continue
+                both = np.isfinite(values[:, j]) & np.isfinite(values[:, l])
+                if both.sum() < MIN_CELL_VALUES:
+                    continue
+                # On the finer lattice: rounding error of the subtraction would split a pile.
+                diff = np.round((values[both, j] - values[both, l]) / step) * step
+                low, high = _lattice_walls(diff, zero_is_a_wall=False, beyond_pile=PAIR_BEYOND_PILE)
+                x, y = values[both, j], values[both, l]
+                if not _kept_by_relation(x, y, diff, low - step / 2.0, below=True):
+                    low = np.nan
+                if not _kept_by_relation(x, y, diff, high + step / 2.0, below=False):
+                    high = np.nan
+                if np.isfinite(low) or np.isfinite(high):
+                    pairs.append((j, l)), lows.append(low), highs.append(high), steps.append(step / 2.0)
+    as_array = lambda v: np.asarray(v, dtype=np.float64)  # noqa: E731
+    return np.asarray(pairs, dtype=np.int64).reshape(-1, 2), as_array(lows), as_array(highs), as_array(steps)
+
+
+def _kept_by_relation(x: np.ndarray, y: np.ndarray, diff: np.ndarray, bound: float, below: bool) -> bool:
+    """Whether fewer rows' ``x - y`` (``diff``) lie below (``below``) or above ``bound`` than the
+    columns paired at random would put there, at level ``PAIR_WALL_LEVEL`` (False for a NaN bound).
+
+    Paired at random, the expected count is ``(1/n) sum_i #{k: x_k - y_i < bound}``."""
+    from scipy.stats import poisson
+
+    if not np.isfinite(bound):
+        return False
+    xs = np.sort(x)
+    if below:
+        expected = np.searchsorted(xs, bound + y, side="left").sum() / len(x)
+        seen = int((diff < bound).sum())
+    else:
+        expected = (len(xs) - np.searchsorted(xs, bound + y, side="right")).sum() / len(x)
+        seen = int((diff > bound).sum())
+    return bool(poisson.cdf(seen, expected) <= PAIR_WALL_LEVEL)
 
 
 def _ranks_only(scores: np.ndarray) -> TailModel:
