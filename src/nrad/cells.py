@@ -94,6 +94,12 @@ PAIR_BEYOND_PILE = 0.02
 #: two columns unrelated, that a Poisson count falls that low with at most this chance (small:
 #: thousands of pairs are searched in a wide table).
 PAIR_WALL_LEVEL = 1e-6
+#: A difference's wall is a pile: at least as many rows at it as at the next value inward.  A bound
+#: met piles rows up at it (remodelled in the year built, customers since their 18th birthday);
+#: two columns that only rise together thin out towards their difference's edge (rooms less
+#: bathrooms: 15 rows at 1, 23 at 2), and a new house with as many bathrooms as rooms is rare,
+#: not impossible.
+PAIR_PILE_RATIO = 1.0
 #: A cell whose weighted p-value is at most this decides its row alone.  When several do (a
 #: broken relation: the birth year and the age of one row), the row names the one whose value is
 #: also unusual in its context (a birth year 200 years off, beside an ordinary age).
@@ -321,11 +327,14 @@ class Walls:
         return cls(*got, pairs, *sides)
 
 
-def _lattice_walls(x: np.ndarray, zero_is_a_wall: bool, beyond_pile: float = 0.0) -> tuple[float, float]:
+def _lattice_walls(
+    x: np.ndarray, zero_is_a_wall: bool, beyond_pile: float = 0.0, ratio: float = WALL_RATIO
+) -> tuple[float, float]:
     """(low, high) walls of lattice values ``x`` (NaN: none): see ``WALL_SHARE`` and the next
     constants.  ``zero_is_a_wall``: a pile at 0 (a count's) is a lower wall whatever its size
     against the next value, and needs no ``WALL_MIN_ROWS``.  ``beyond_pile``: the values beyond
-    a wall may also be up to this share of its pile."""
+    a wall may also be up to this share of its pile.  ``ratio``: a wall holds at least this share
+    of the next value's count."""
     levels, counts = np.unique(x, return_counts=True)
     allowed = np.maximum(BEYOND_WALL * len(x), beyond_pile * counts)
     below, above = np.cumsum(counts) - counts, np.cumsum(counts[::-1])[::-1] - counts
@@ -333,8 +342,8 @@ def _lattice_walls(x: np.ndarray, zero_is_a_wall: bool, beyond_pile: float = 0.0
     piled = (counts >= WALL_SHARE * len(x)) & ((counts >= WALL_MIN_ROWS) | zero)
     inner_up = np.r_[counts[1:], 0]  # the next value towards the middle, from below ...
     inner_down = np.r_[0, counts[:-1]]  # ... and from above
-    lows = np.flatnonzero(piled & (below <= allowed) & ((counts >= WALL_RATIO * inner_up) | zero))
-    highs = np.flatnonzero(piled & (above <= allowed) & (counts >= WALL_RATIO * inner_down))
+    lows = np.flatnonzero(piled & (below <= allowed) & ((counts >= ratio * inner_up) | zero))
+    highs = np.flatnonzero(piled & (above <= allowed) & (counts >= ratio * inner_down))
     return (float(levels[lows[0]]) if len(lows) else np.nan, float(levels[highs[-1]]) if len(highs) else np.nan)
 
 
@@ -374,7 +383,9 @@ def _pair_walls(
                     continue
                 # On the finer lattice: rounding error of the subtraction would split a pile.
                 diff = np.round((values[both, j] - values[both, l]) / step) * step
-                low, high = _lattice_walls(diff, zero_is_a_wall=False, beyond_pile=PAIR_BEYOND_PILE)
+                low, high = _lattice_walls(
+                    diff, zero_is_a_wall=False, beyond_pile=PAIR_BEYOND_PILE, ratio=PAIR_PILE_RATIO
+                )
                 x, y = values[both, j], values[both, l]
                 if not _kept_by_relation(x, y, diff, low - step / 2.0, below=True):
                     low = np.nan
