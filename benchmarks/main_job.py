@@ -139,6 +139,16 @@ def summary(path: Path) -> str:
         "seconds": ways["seconds"].mean().round(1),
         "peak MiB": ways["peak_mib"].max(),
     })  # fmt: skip
+    by_way = runs.groupby("way")
+    overall = pd.DataFrame({
+        "tables": by_way.size(),
+        "planted": by_way["found"].size() * 20,
+        "recall": (by_way["found"].sum() / (by_way["found"].size() * 20)).round(3),
+        "mean FDP": by_way["fdp"].mean().round(3),
+        "max FDP": by_way["fdp"].max().round(2),
+        "tables with FDP > 0.2": by_way["fdp"].apply(lambda f: int((f > 0.2).sum())),
+        "first named right": (by_way["named"].sum() / by_way["found"].sum().clip(lower=1)).round(3),
+    })  # fmt: skip
     kinds = []
     for (family, way), part in ways:
         for col in [c for c in part.columns if c.startswith("kind:") or c == "rare"]:
@@ -162,6 +172,12 @@ def summary(path: Path) -> str:
             "planted rows whose `top_features` names one of the row's causes first. Seconds and peak memory "
             "per table (both commands for fit + score), measured beside other benchmark processes: see "
             "results/TIMING.md for the timing on a quiet machine.",
+            "",
+            "## All families",
+            "",
+            markdown_table(overall),
+            "",
+            "## By family",
             "",
             markdown_table(table),
             "",

@@ -85,11 +85,6 @@ ZERO_WALL_GAP = 0.25
 #: given the other: a customer's years as a customer never above their age less 18): at most this
 #: many lattice columns (the pairs grow as their square) ...
 MAX_PAIR_COLUMNS = 64
-#: ... and a pile at a difference's bound may have up to this share of its own count beyond it (a
-#: table fitted on itself holds its errors): 279 customers whose years are exactly their age less
-#: 18, and 3 of 2,940 rows past it, is a bound broken three times, where ``BEYOND_WALL`` alone
-#: allows 2.9 rows.
-PAIR_BEYOND_PILE = 0.02
 #: A difference's wall is kept when so few rows lie beyond it, against how many would were the
 #: two columns unrelated, that a Poisson count falls that low with at most this chance (small:
 #: thousands of pairs are searched in a wide table).
@@ -327,16 +322,13 @@ class Walls:
         return cls(*got, pairs, *sides)
 
 
-def _lattice_walls(
-    x: np.ndarray, zero_is_a_wall: bool, beyond_pile: float = 0.0, ratio: float = WALL_RATIO
-) -> tuple[float, float]:
+def _lattice_walls(x: np.ndarray, zero_is_a_wall: bool, ratio: float = WALL_RATIO) -> tuple[float, float]:
     """(low, high) walls of lattice values ``x`` (NaN: none): see ``WALL_SHARE`` and the next
     constants.  ``zero_is_a_wall``: a pile at 0 (a count's) is a lower wall whatever its size
-    against the next value, and needs no ``WALL_MIN_ROWS``.  ``beyond_pile``: the values beyond
-    a wall may also be up to this share of its pile.  ``ratio``: a wall holds at least this share
-    of the next value's count."""
+    against the next value, and needs no ``WALL_MIN_ROWS``.  ``ratio``: a wall holds at least
+    this share of the next value's count."""
     levels, counts = np.unique(x, return_counts=True)
-    allowed = np.maximum(BEYOND_WALL * len(x), beyond_pile * counts)
+    allowed = BEYOND_WALL * len(x)
     below, above = np.cumsum(counts) - counts, np.cumsum(counts[::-1])[::-1] - counts
     zero = (levels == 0) if zero_is_a_wall else np.zeros(len(levels), dtype=bool)
     piled = (counts >= WALL_SHARE * len(x)) & ((counts >= WALL_MIN_ROWS) | zero)
@@ -383,9 +375,7 @@ def _pair_walls(
                     continue
                 # On the finer lattice: rounding error of the subtraction would split a pile.
                 diff = np.round((values[both, j] - values[both, l]) / step) * step
-                low, high = _lattice_walls(
-                    diff, zero_is_a_wall=False, beyond_pile=PAIR_BEYOND_PILE, ratio=PAIR_PILE_RATIO
-                )
+                low, high = _lattice_walls(diff, zero_is_a_wall=False, ratio=PAIR_PILE_RATIO)
                 x, y = values[both, j], values[both, l]
                 if not _kept_by_relation(x, y, diff, low - step / 2.0, below=True):
                     low = np.nan
