@@ -57,7 +57,8 @@ def main() -> None:
                     print(f"  fdr {name} {rows} seed {seed}: scored {got[0]}, clean twin {got[1]}")
     for name, make in FAMILIES.items():
         for seed in parse_seeds(args.main_seeds):
-            planted, clean = make(3000, 20, random_state=1000 + seed).frame, make(3000, 0, random_state=2000 + seed).frame
+            planted = make(3000, 20, random_state=1000 + seed).frame
+            clean = make(3000, 0, random_state=2000 + seed).frame
             got = [few(planted), few(clean)]
             if any(a or b for a, b in got):
                 print(f"  main job {name} seed {seed}: planted {got[0]}, clean {got[1]}")

@@ -124,7 +124,8 @@ def test_a_bound_one_column_keeps_given_another_is_a_wall_of_their_difference() 
     years[[3, 4]] = age[[3, 4]] - 10  # a table fitted on itself holds its errors
     values = np.column_stack([age, years, built, remodel, sold, half_baths])
     walls = Walls.fit(values, np.array([1.0, 0.1, 1.0, 1.0, 1.0, 1.0]))
-    found = {(int(j), int(k)): (lo, hi) for (j, k), lo, hi in zip(walls.pairs, walls.pair_low, walls.pair_high)}
+    sides = zip(walls.pairs, walls.pair_low, walls.pair_high, strict=True)
+    found = {(int(j), int(k)): (lo, hi) for (j, k), lo, hi in sides}
     assert set(found) == {(0, 1), (2, 3)}
     assert found[(0, 1)][0] == pytest.approx(18.0) and found[(2, 3)][1] == 0.0
     new = np.array(

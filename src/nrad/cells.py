@@ -286,9 +286,10 @@ class Walls:
             out = (values < self.low - self.half_step) | (values > self.high + self.half_step)
             if self.pairs is None or not len(self.pairs):
                 return out
-            assert self.pair_low is not None and self.pair_high is not None and self.pair_half_step is not None
+            low, high, half = self.pair_low, self.pair_high, self.pair_half_step
+            assert low is not None and high is not None and half is not None
             diff = values[:, self.pairs[:, 0]] - values[:, self.pairs[:, 1]]
-            off = (diff < self.pair_low - self.pair_half_step) | (diff > self.pair_high + self.pair_half_step)
+            off = (diff < low - half) | (diff > high + half)
         rows, which = np.nonzero(off)
         out[rows, self.pairs[which, 0]] = True
         out[rows, self.pairs[which, 1]] = True
@@ -317,7 +318,8 @@ class Walls:
             np.asarray(arrays[f"{prefix}{name}"], dtype=np.float64).reshape(-1)
             for name in ("pair_low", "pair_high", "pair_half_step")
         ]
-        if any(len(a) != len(pairs) for a in sides) or (len(pairs) and not ((pairs >= 0) & (pairs < p)).all()):
+        named = ((pairs >= 0) & (pairs < p)).all()
+        if any(len(a) != len(pairs) for a in sides) or not named:
             raise ValueError(f"pair walls must name features 0 to {p - 1}, with one wall entry per pair")
         return cls(*got, pairs, *sides)
 
@@ -336,7 +338,8 @@ def _lattice_walls(x: np.ndarray, zero_is_a_wall: bool, ratio: float = WALL_RATI
     inner_down = np.r_[0, counts[:-1]]  # ... and from above
     lows = np.flatnonzero(piled & (below <= allowed) & ((counts >= ratio * inner_up) | zero))
     highs = np.flatnonzero(piled & (above <= allowed) & (counts >= ratio * inner_down))
-    return (float(levels[lows[0]]) if len(lows) else np.nan, float(levels[highs[-1]]) if len(highs) else np.nan)
+    low = float(levels[lows[0]]) if len(lows) else np.nan
+    return low, float(levels[highs[-1]]) if len(highs) else np.nan
 
 
 def _pair_walls(
@@ -365,24 +368,24 @@ def _pair_walls(
     pairs, lows, highs, steps = [], [], [], []
     if 2 <= len(lattice) <= MAX_PAIR_COLUMNS:
         for a, j in enumerate(lattice):
-            for l in lattice[a + 1 :]:
-                step = float(min(spacing[j], spacing[l]))
-                ratio = max(spacing[j], spacing[l]) / step
+            for k in lattice[a + 1 :]:
+                step = float(min(spacing[j], spacing[k]))
+                ratio = max(spacing[j], spacing[k]) / step
                 if abs(ratio - round(ratio)) > 1e-6 * ratio:
                     continue
-                both = np.isfinite(values[:, j]) & np.isfinite(values[:, l])
+                both = np.isfinite(values[:, j]) & np.isfinite(values[:, k])
                 if both.sum() < MIN_CELL_VALUES:
                     continue
                 # On the finer lattice: rounding error of the subtraction would split a pile.
-                diff = np.round((values[both, j] - values[both, l]) / step) * step
+                diff = np.round((values[both, j] - values[both, k]) / step) * step
                 low, high = _lattice_walls(diff, zero_is_a_wall=False, ratio=PAIR_PILE_RATIO)
-                x, y = values[both, j], values[both, l]
+                x, y = values[both, j], values[both, k]
                 if not _kept_by_relation(x, y, diff, low - step / 2.0, below=True):
                     low = np.nan
                 if not _kept_by_relation(x, y, diff, high + step / 2.0, below=False):
                     high = np.nan
                 if np.isfinite(low) or np.isfinite(high):
-                    pairs.append((j, l)), lows.append(low), highs.append(high), steps.append(step / 2.0)
+                    pairs.append((j, k)), lows.append(low), highs.append(high), steps.append(step / 2.0)
     as_array = lambda v: np.asarray(v, dtype=np.float64)  # noqa: E731
     return np.asarray(pairs, dtype=np.int64).reshape(-1, 2), as_array(lows), as_array(highs), as_array(steps)
 

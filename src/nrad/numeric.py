@@ -316,7 +316,8 @@ class NumericModel:
             related=np.asarray(arrays[f"{prefix}related"], dtype=np.int64).reshape(-1, 2),
             n_values=np.asarray(arrays[f"{prefix}n_values"], dtype=np.int64).reshape(-1),
         )
-        for name in ("magnitude", "exponent", "clip", "tail_weight", "parent", "fallback", "discrete", "n_values"):
+        names = ("magnitude", "exponent", "clip", "tail_weight", "parent", "fallback", "discrete", "n_values")
+        for name in names:
             if getattr(got, name).shape != (p,):
                 raise ValueError(f"numeric model {name} has shape {getattr(got, name).shape}, expected ({p},)")
         if got.grid.shape != (p, GRID):
