@@ -210,7 +210,7 @@ def test_every_column_that_looks_like_a_key_is_an_identifier() -> None:
 
 def test_a_column_with_two_values_off_its_mode_is_a_category() -> None:
     """0 in 148 of 150 houses and 523 and 611 in two: two values say nothing of a spread, and read
-    as a number each cost thousands of nats.  Read as a category with a note, whether the cells
+    as a number each cost hundreds of nats or more.  Read as a category with a note, whether the cells
     are numbers or text as exports write them (matched as written when a table is scored)."""
     rng = np.random.default_rng(3)
     pool = np.zeros(150)

@@ -208,8 +208,9 @@ def test_a_small_level_of_large_values_is_read_by_its_own_spread() -> None:
 
 def test_a_rare_value_of_a_column_zero_in_all_other_rows_is_not_flagged() -> None:
     """A small table of houses: a pool's area is 0 in all but two and a porch's in all but one.
-    Read as numbers, those rows each cost thousands of nats and were flagged (clean tables of 150
-    rows in benchmarks/fdr.py).  A garage area 40 times the usual one still is."""
+    Read as numbers, those rows each cost hundreds of nats or more and were flagged (all three on
+    the code before; clean tables of 150 rows in benchmarks/fdr.py).  A garage area 40 times the
+    usual one still is."""
     rng = np.random.default_rng(11)
     n = 150
     living = rng.lognormal(7.2, 0.3, n).round()

@@ -67,7 +67,7 @@ EDGE_SPIKE_SHARE = 0.2
 SPIKE_REST_LEVELS = 3
 #: A numeric column all of whose values but at most this many rows' are one value (a pool's area, 0 in
 #: 148 of 150 houses) is read as a category: two values say nothing of a spread, and read as a
-#: number the column is a point mass whose other values cost thousands of nats each.
+#: number the column is a point mass whose other values cost hundreds of nats or more each.
 MAX_OFF_MODE = 2
 
 
