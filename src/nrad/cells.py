@@ -376,10 +376,10 @@ def _pair_walls(
                 both = np.isfinite(values[:, j]) & np.isfinite(values[:, k])
                 if both.sum() < MIN_CELL_VALUES:
                     continue
-                # On the finer lattice: rounding error of the subtraction would split a pile.
-                diff = np.round((values[both, j] - values[both, k]) / step) * step
-                low, high = _lattice_walls(diff, zero_is_a_wall=False, ratio=PAIR_PILE_RATIO)
                 x, y = values[both, j], values[both, k]
+                # On the finer lattice: rounding error of the subtraction would split a pile.
+                diff = np.round((x - y) / step) * step
+                low, high = _lattice_walls(diff, zero_is_a_wall=False, ratio=PAIR_PILE_RATIO)
                 if not _kept_by_relation(x, y, diff, low - step / 2.0, below=True):
                     low = np.nan
                 if not _kept_by_relation(x, y, diff, high + step / 2.0, below=False):

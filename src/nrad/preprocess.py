@@ -487,14 +487,9 @@ def _plan_column(name: str, col: pd.Series) -> tuple[ColumnPlan | None, str, int
     values, failures = _numeric_parse(col, fmt)
     present = _na_tokens_to_missing(col).notna().sum()
     if present and values.notna().sum() >= NUMERIC_PARSE_SHARE * present:
-        plan, reason, failures = _numeric_plan(name, values, failures)
-        if plan is not None and plan.kind == "categorical":
-            # Levels as the cells are written: the text is what is matched when a table is scored.
-            note = plan.note
-            plan, reason, _ = _categorical_plan(name, _na_tokens_to_missing(col))
-            if plan is not None:
-                plan.note = note
-        elif plan is not None:
+        # Read as a category, its levels are the cells as written: what is matched when a table is scored.
+        plan, reason, failures = _numeric_plan(name, values, failures, written=_na_tokens_to_missing(col))
+        if plan is not None and plan.kind == "numeric":
             plan.number_format = fmt
         return plan, reason, failures
     plan, reason, _ = _categorical_plan(name, _na_tokens_to_missing(col))
@@ -519,18 +514,23 @@ def _looks_like_dates(col: pd.Series) -> float:
     return float(text.str.contains(_DATE_LIKE, case=False).mean()) if len(text) else 0.0
 
 
-def _numeric_plan(name: str, values: pd.Series, failures: int) -> tuple[ColumnPlan | None, str, int]:
+def _numeric_plan(
+    name: str, values: pd.Series, failures: int, written: pd.Series | None = None
+) -> tuple[ColumnPlan | None, str, int]:
+    """The plan of a column of numbers ``values``; ``written``: its cells as the table writes them
+    (the levels if it is read as a category; ``values`` themselves when None)."""
     finite = values[np.isfinite(values)]
     if finite.empty:
         return None, "no finite values", failures
     distinct = finite.nunique()
     if distinct <= 1 and values.notna().all():
         return None, "constant", failures
-    off_mode = len(finite) - int(finite.value_counts().iloc[0])
+    counts = finite.value_counts()
+    off_mode = len(finite) - int(counts.iloc[0])
     if 0 < off_mode <= MAX_OFF_MODE and len(finite) > 2 * MAX_OFF_MODE:
-        plan, reason, _ = _categorical_plan(name, values)
+        plan, reason, _ = _categorical_plan(name, values if written is None else written)
         if plan is not None:
-            mode = _as_text(finite).value_counts().index[0]
+            mode = _as_text(counts.index[:1].to_series()).iloc[0]
             plan.note = (f"{name}: {len(finite) - off_mode} of its {len(finite)} values are {mode}, too few "
                          "others to read as numbers; read as a category")  # fmt: skip
         return plan, reason, failures
