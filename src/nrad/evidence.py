@@ -170,20 +170,29 @@ def row_p_values(
     )
     log_p = tails.row_log_p_values(scores, density, distance)
     n_rows = log_p.shape[1]
-    beyond = None
+    beyond, level_broken = None, None
     if cells is not None:
         assert tails.cells is not None
         cell_log_p = tails.cells.log_p_values(*cells)
-        beyond = model.walls.beyond(model.raw_values(prep)) if model.walls is not None else None
+        raw = model.raw_values(prep)
+        beyond = model.walls.beyond(raw) if model.walls is not None else None
         if beyond is not None:
             cell_log_p[beyond] = -np.inf
+        if model.identities is not None:
+            # Which of an identity's cells is wrong the identity cannot tell: they decide the row,
+            # and the naming below reads their own values (a wall's cell is named outright).
+            n_cat = len(model.schema.categorical_names)
+            broken, level_broken = model.identities.broken(raw, prep.codes[:, :n_cat])
+            cell_log_p[broken] = -np.inf
         log_p = np.hstack([log_p, cell_log_p])
     numeric = log_p.shape[1] - n_rows
     tested = model.tested_codes()
     categorical = int(tested.sum())
     if categorical:
-        categories = category_p_values(model.categories, prep.codes, own)[:, tested]
-        log_p = np.hstack([log_p, np.log(categories)])
+        categories = np.log(category_p_values(model.categories, prep.codes, own))
+        if level_broken is not None:
+            categories[:, : level_broken.shape[1]][level_broken] = -np.inf
+        log_p = np.hstack([log_p, categories[:, tested]])
     weights = bonferroni_weights(n_rows, numeric, categorical)
     combined, which = combine(log_p, weights)
     columns = np.r_[np.full(n_rows, -1), model.cell_columns()]

@@ -33,6 +33,7 @@ from nrad.errors import NradError
 from nrad.evidence import ChannelTails
 from nrad.fusion import Fusion
 from nrad.gaussian import Relations, RobustGaussian
+from nrad.identities import Identities
 from nrad.io import atomic_path
 from nrad.nrde import NRDE
 from nrad.numeric import NumericModel
@@ -40,6 +41,8 @@ from nrad.preprocess import TableSchema
 from nrad.table import MAX_CELL_FEATURES, TableModel
 
 FORMAT = "nrad-model"
+#: Version 10: exact relations between the numbers (``identities``); a version 9 file, which has
+#: none, still reads.
 #: Version 9: the numeric model keeps how many values each feature was read from (``n_values``).
 #: Version 8: a third test per numeric cell, its value in its column (``column_upper``, ``column_lower``).
 #: Version 7: the Gaussians cells' residuals are read from (``relations``, one set per reading).
@@ -48,8 +51,8 @@ FORMAT = "nrad-model"
 #: each cell tested by its residual and by its value in context), lattice walls, the robust
 #: Gaussian's sparse columns (p-values of earlier versions were calibrated differently: those
 #: files must be refitted).
-FORMAT_VERSION = 9
-READS_VERSIONS = (9,)
+FORMAT_VERSION = 10
+READS_VERSIONS = (9, 10)
 MANIFEST, TENSORS = "manifest.json", "tensors.safetensors"
 MAX_MANIFEST_BYTES = 16 * 2**20
 MAX_TENSOR_BYTES = 2 * 2**30
@@ -110,6 +113,8 @@ def _write_zip(model: TableModel, fh: Any) -> None:
         tensors.update(arrays)
     if model.walls is not None:
         tensors.update(model.walls.to_state("walls."))
+    if model.identities is not None:
+        tensors.update(model.identities.to_state("identities."))
     if model.basis is not None:
         tensors["basis"] = model.basis
     manifest = {
@@ -257,6 +262,11 @@ def _rebuild(manifest: dict[str, Any], tensors: dict[str, np.ndarray]) -> TableM
             f"cell tests are for {tails.cells.n_features} numeric features, the numeric model makes {p}"
         )
     walls = Walls.from_state(tensors, "walls.", p) if "walls.low" in tensors else None
+    identities = (
+        Identities.from_state(tensors, "identities.", p, [len(x) for x in schema.categorical_labels])
+        if "identities.form" in tensors
+        else None
+    )
     residual_variance = float(manifest["residual_variance"])
     if not residual_variance > 0:
         raise ValueError("the components' residual variance must be positive")
@@ -264,6 +274,7 @@ def _rebuild(manifest: dict[str, Any], tensors: dict[str, np.ndarray]) -> TableM
         schema, categories, numeric, detectors, tails, manifest.get("id_column"),
         list(manifest.get("ignore", [])), manifest.get("info", {}), fusion=fusion, gaussians=gaussians,
         relations=relations, basis=basis, residual_variance=residual_variance, walls=walls,
+        identities=identities,
     )  # fmt: skip
 
 

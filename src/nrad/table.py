@@ -58,6 +58,7 @@ from nrad.explain import TOP_FEATURES, column_handling, describe, repair
 from nrad.flags import FlagRule
 from nrad.fusion import Fusion
 from nrad.gaussian import READINGS, Relations, RobustGaussian, fit_per_fold, hot_deck, spread_levels
+from nrad.identities import Identities
 from nrad.nrde import NRDE, fit_together
 from nrad.numeric import NumericModel, dequantize
 from nrad.preprocess import TableSchema, encode, fit_schema
@@ -131,6 +132,10 @@ class TableModel:
     #: :class:`nrad.cells.Walls`): a value beyond one is outside the column's support (None
     #: without numbers).
     walls: Walls | None = None
+    #: Exact relations between the numbers (a gross that is the net plus the VAT; see
+    #: :class:`nrad.identities.Identities`): a row that breaks one holds an impossible cell (None
+    #: without numbers).
+    identities: Identities | None = None
     #: Cross-fitting: the fold of each training row (its rows are scored by the flow of that
     #: fold, which did not see them).  Only for the table just fitted; not saved.
     folds: np.ndarray | None = field(default=None, repr=False)
@@ -591,6 +596,7 @@ def fit_table(
         residuals = model.cell_residuals(prep, model.folds, y=spread)
         values = model.cell_values(prep, y=spread)
         model.walls = Walls.fit(model.raw_values(prep), numeric.discrete)
+        model.identities = Identities.fit(model.raw_values(prep), enc.codes, n_codes, random_state)
     if detector == "fused" and enc.numeric.shape[1]:
         say(f"fitting neighbour and isolation scores ({n_folds} folds)")
         model.fusion = Fusion.fit(z, model.folds, inside, random_state)

@@ -1,0 +1,476 @@
+"""Identities: exact relations between numeric columns, and the rows that break them.
+
+Many tables hold columns computed from others: a gross that is the net plus
+the VAT, a VAT that is the net times its country's rate, a total in euros
+that is the total times its currency's rate, a volume that is length times
+width times height, a consumption that is this reading of a counter less the
+last.  A row whose cells break such a relation (a gross with a digit too
+many, a pound invoice whose euro total is its pound total, a parcel whose
+height was copied from another) need not hold any value out of place, nor be
+off a relation by more than ordinary rows are off the relations a model
+learns with noise; but the relation held in every other row, to the last
+rounding, and here it does not.
+
+So an identity is searched where none of the other tests can see one: each
+numeric column regressed on the others by least squares, in three forms,
+
+* ``x_a = c + sum_j b_j x_j`` over all rows;
+* ``log x_a = c + sum_j b_j log x_j`` over all rows (products and ratios:
+  a volume, a body-mass index), where the columns are positive;
+* ``x_a = c_l + sum_j b_lj x_j`` within each level ``l`` of one categorical
+  column (a rate per country, per currency, per tariff),
+
+and kept when it holds, in all but ``MAX_BROKEN`` of the rows it was fitted
+on, to within what rounding the columns to their written decimals can make
+(each cell is within half its last digit of the value it records, so the
+relation can be off by half the response's last digit plus each
+predictor's times its coefficient), plus the fitted coefficients'
+uncertainty.  The fit is resistant to the rows that break it (a table fitted
+on itself holds them): a first least-squares fit, a second on the half of the
+rows it fits best, and a last one on the rows within the rounding.
+
+A row off a kept identity by more than ``BROKEN_MARGIN`` times its
+tolerance breaks it.  What breaks is one or more of its cells, not which:
+the cells blamed are those of its broken identities that no identity the
+row keeps involves (a gross typed with a digit too many breaks "gross = net
++ VAT" and "VAT = 19% of net" holds, which clears the net and the VAT); if
+every such cell is cleared too, all of them.  The blamed cells get p-value 0,
+as a value beyond a wall does (:class:`nrad.cells.Walls`): the assumption
+stated is that the relation is one the table's columns are built on.
+Noise breaks no identity: a relation with noise (a cost with a 2% spread
+about its tariff) is not exact, and is left to the robust Gaussian's
+residuals (:mod:`nrad.gaussian`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: An identity may be broken by at most this share of the rows it is fitted on (a table fitted on
+#: itself holds its errors), and by at least one row.
+MAX_BROKEN = 0.01
+#: A row off an identity by more than this many times its rounding tolerance breaks it; a row
+#: between the tolerance and this counts against the identity's exactness but is not flagged.
+BROKEN_MARGIN = 3.0
+#: An identity's response takes at least this many distinct values where it is fitted: a relation
+#: to a column of a few values is a category's business (and a few values fit by chance).
+MIN_DISTINCT = 10
+#: ... and its tolerance is at most this share of the response's spread (median absolute
+#: deviation): rounding that blurs a relation over much of the column's range pins nothing.
+MAX_TOLERANCE_SHARE = 0.2
+#: Rows an identity is fitted on: at least this many, and at least this many per coefficient.
+MIN_ROWS = 30
+ROWS_PER_COEFFICIENT = 5
+#: Rows a least-squares fit reads at most (a random subset beyond; every row is checked).
+MAX_FIT_ROWS = 5000
+#: Identities within levels are searched among at most this many numeric columns ...
+MAX_LEVEL_COLUMNS = 24
+#: ... within categorical columns of at most this many levels.
+MAX_LEVELS = 30
+#: A column enters the search when present in at least this share of the rows.
+MIN_PRESENT = 0.9
+#: Digits after the point a value is read to at most (beyond: a float's own precision).
+MAX_DECIMALS = 9
+#: A column's decimals are the most that at least this share of its values are written with.
+DIGIT_SHARE = 0.01
+#: Relative floating-point error allowed on top of the rounding (the values pass through the
+#: numeric model's transform and back).
+FLOAT_ERROR = 1e-9
+#: A predictor is part of an identity when its term is at least this share of the response's
+#: typical size (least squares spreads a little weight over columns that follow the others).
+INVOLVED = 1e-3
+#: Prediction uncertainty of the fitted coefficients, in standard errors, added to the tolerance.
+SE_MARGIN = 6.0
+
+FORMS = ("units", "log")
+#: Within one level, an identity may be off in at most this share of the rows (the share over all
+#: the levels it holds in is ``MAX_BROKEN``: errors of a table cluster in a level by chance).
+LEVEL_MAX_OFF = 0.1
+#: The first fit reads the rows whose values are within this many interquartile ranges of their
+#: columns' medians.
+BULK_SPREADS = 10.0
+
+
+@dataclass
+class Fit:
+    """One identity as fitted: coefficients, scaled inverse Gram matrix, rows off it, rows read."""
+
+    coef: np.ndarray
+    gram: np.ndarray
+    off: int
+    rows: int
+
+    def accepted(self) -> bool:
+        return self.off <= max(1, int(MAX_BROKEN * self.rows))
+
+
+@dataclass
+class Identities:
+    """Exact relations between numeric features (see the module docstring).
+
+    One row of each array per identity: which form (index into ``FORMS``),
+    the response feature, the categorical feature whose level it holds in
+    and that level (-1 and -1: all rows), the coefficients over
+    ``[intercept, feature 0, ..., feature p-1]`` (0 for a feature not in
+    it), and the scaled inverse Gram matrix of the fit (its prediction's
+    variance at a row ``u`` is ``u' gram u``).  ``step``: per feature, the
+    place of the last digit its training values were written to, and its
+    median absolute value.
+    """
+
+    form: np.ndarray  # (k,) int64
+    response: np.ndarray  # (k,) int64
+    feature: np.ndarray  # (k,) int64
+    level: np.ndarray  # (k,) int64
+    coef: np.ndarray  # (k, p + 1) float64
+    gram: np.ndarray  # (k, p + 1, p + 1) float64
+    #: (p,) each feature's last written digit's place in the training rows (the rounding allowed).
+    step: np.ndarray
+    #: (p,) each feature's median absolute training value (what a term is weighed against).
+    typical: np.ndarray
+
+    @property
+    def n_identities(self) -> int:
+        return len(self.response)
+
+    @classmethod
+    def fit(
+        cls, values: np.ndarray, codes: np.ndarray, n_codes: list[int], random_state: int = 0
+    ) -> Identities:
+        """From (n, p) training values in the table's units (NaN where missing) and the (n, c)
+        codes of the categorical features, of which feature ``f`` has ``n_codes[f]`` codes (its
+        last two: rare levels pooled, and missing)."""
+        values = np.asarray(values, dtype=np.float64)
+        n, p = values.shape
+        rng = np.random.default_rng(random_state)
+        present = np.isfinite(values).mean(axis=0) >= MIN_PRESENT if n else np.zeros(p, dtype=bool)
+        columns = np.flatnonzero(present)
+        found: list[tuple[int, int, int, int, np.ndarray, np.ndarray]] = []
+        step = _resolution(values)
+        typical = _typical(values)
+        if len(columns) < 2 or n < MIN_ROWS:
+            return cls._of(found, step, typical)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logs = np.where(values > 0, np.log(values), np.nan)
+        positive = columns[np.isfinite(logs[:, columns]).mean(axis=0) >= MIN_PRESENT]
+        everywhere = np.ones(n, dtype=bool)
+        for a in columns:
+            others = columns[columns != a]
+            got = _exact(values, step, typical, a, others, everywhere, rng, log=False)
+            if got is not None and got.accepted():
+                found.append((0, int(a), -1, -1, got.coef, got.gram))
+            if a in positive and len(positive) >= 2:
+                got = _exact(
+                    logs, step, typical, a, positive[positive != a], everywhere, rng, log=True, units=values
+                )
+                if got is not None and got.accepted():
+                    found.append((1, int(a), -1, -1, got.coef, got.gram))
+        # A column an identity over all rows gives (vat = gross - net) may keep another within each
+        # level (vat = the country's rate x the euro total) that a row breaks while keeping the first
+        # (no VAT charged, and the gross set to the net): searched without the first's predictors.
+        given = {a: np.flatnonzero(coef[1:]) for form, a, _, _, coef, _ in found if form == 0}
+        if len(columns) <= MAX_LEVEL_COLUMNS:
+            for f, k in enumerate(n_codes):
+                if not 2 <= k - 2 <= MAX_LEVELS:
+                    continue
+                for a in columns:
+                    predictors = np.setdiff1d(columns, np.r_[a, given.get(a, [])])
+                    if not len(predictors):
+                        continue
+                    fits = {}
+                    for level in range(k - 2):
+                        got = _exact(
+                            values, step, typical, a, predictors, codes[:, f] == level, rng, log=False
+                        )
+                        if got is not None:
+                            fits[level] = got
+                    # One claim, "within each level, an identity", held to MAX_BROKEN over the rows
+                    # of the levels where it holds.
+                    pooled = Fit(np.zeros(0), np.zeros(0), sum(g.off for g in fits.values()),
+                                 sum(g.rows for g in fits.values()))  # fmt: skip
+                    if len(fits) >= 2 and pooled.accepted():
+                        found += [(0, int(a), f, level, g.coef, g.gram) for level, g in fits.items()]
+        return cls._of(found, step, typical)
+
+    @classmethod
+    def _of(cls, found: list, step: np.ndarray, typical: np.ndarray) -> Identities:
+        p = len(step)
+        if not found:
+            return cls(*(np.zeros(0, dtype=np.int64) for _ in range(4)), np.zeros((0, p + 1)),
+                       np.zeros((0, p + 1, p + 1)), step, typical)  # fmt: skip
+        form, response, feature, level, coef, gram = zip(*found, strict=True)
+        as_int = lambda v: np.asarray(v, dtype=np.int64)  # noqa: E731
+        return cls(as_int(form), as_int(response), as_int(feature), as_int(level), np.stack(coef),
+                   np.stack(gram), step, typical)  # fmt: skip
+
+    def broken(self, values: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Where rows break an identity: (n, p) True at the numeric cells blamed, (n, c) True at the
+        categorical cells blamed (see the module docstring).
+
+        A row that breaks an identity of its level and keeps the same identity of another level
+        (a bill computed at another tariff's rate, a pound total converted at the euro's rate of
+        1) has numbers that agree with each other: its level is what is wrong, and is blamed."""
+        values = np.asarray(values, dtype=np.float64)
+        n, p = values.shape
+        blamed = np.zeros((n, p), dtype=bool)
+        level_blamed = np.zeros((n, codes.shape[1]), dtype=bool)
+        if not self.n_identities or not n:
+            return blamed, level_blamed
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logs = np.where(values > 0, np.log(values), np.nan)
+        cleared = np.zeros((n, p), dtype=bool)
+        breaks, keeps = [], []
+        for k in range(self.n_identities):
+            form_values = logs if self.form[k] == 1 else values
+            off, tol = _off(
+                form_values,
+                values,
+                self.step,
+                self.response[k],
+                self.coef[k],
+                self.gram[k],
+                self.form[k] == 1,
+            )
+            with np.errstate(invalid="ignore"):
+                breaks.append(off > BROKEN_MARGIN * tol)
+                keeps.append(off <= tol)
+        for k in range(self.n_identities):
+            f = self.feature[k]
+            mine = np.ones(n, dtype=bool) if f < 0 else codes[:, f] == self.level[k]
+            involved = self._involved(k)
+            cleared[np.ix_(mine & keeps[k], involved)] = True
+            broke = mine & breaks[k]
+            if f >= 0:
+                same = (
+                    (self.feature == f) & (self.response == self.response[k]) & (self.level != self.level[k])
+                )
+                elsewhere = np.any([keeps[m] for m in np.flatnonzero(same)], axis=0) if same.any() else False
+                level_blamed[:, f] |= broke & elsewhere
+                broke &= ~elsewhere
+            blamed[np.ix_(broke, involved)] = True
+        # Of two categories blamed (a country and its currency), the coarser: the one whose fewer
+        # levels carry the identity.
+        levels = np.array([len(np.unique(self.level[self.feature == f])) for f in range(codes.shape[1])])
+        ranked = np.where(level_blamed, levels[None, :], np.iinfo(np.int64).max)
+        coarsest = ranked.argmin(axis=1)
+        level_blamed = level_blamed & (np.arange(codes.shape[1])[None, :] == coarsest[:, None])
+        # The cells of a row's broken identities that none it keeps involves; all of them if none.
+        suspect = blamed & ~cleared
+        return np.where(suspect.any(axis=1, keepdims=True), suspect, blamed), level_blamed
+
+    def _involved(self, k: int) -> np.ndarray:
+        """The features of identity ``k``: its response and each predictor whose term is not
+        negligible against the response's typical size."""
+        coef = self.coef[k][1:]
+        # In logs a term's weight is its exponent.
+        typical = np.ones(len(coef)) if self.form[k] == 1 else self.typical
+        out = np.abs(coef) * typical >= INVOLVED * max(float(typical[self.response[k]]), np.finfo(float).tiny)
+        out[self.response[k]] = True
+        return out
+
+    def to_state(self, prefix: str) -> dict[str, np.ndarray]:
+        return {
+            f"{prefix}form": self.form, f"{prefix}response": self.response,
+            f"{prefix}feature": self.feature, f"{prefix}level": self.level,
+            f"{prefix}coef": self.coef, f"{prefix}gram": self.gram, f"{prefix}step": self.step,
+            f"{prefix}typical": self.typical,
+        }  # fmt: skip
+
+    @classmethod
+    def from_state(cls, arrays: dict[str, np.ndarray], prefix: str, p: int, n_codes: list[int]) -> Identities:
+        ints = [np.asarray(arrays[f"{prefix}{name}"], dtype=np.int64).reshape(-1)
+                for name in ("form", "response", "feature", "level")]  # fmt: skip
+        k = len(ints[0])
+        coef = np.asarray(arrays[f"{prefix}coef"], dtype=np.float64).reshape(k, p + 1)
+        gram = np.asarray(arrays[f"{prefix}gram"], dtype=np.float64).reshape(k, p + 1, p + 1)
+        step = np.asarray(arrays[f"{prefix}step"], dtype=np.float64).reshape(p)
+        typical = np.asarray(arrays[f"{prefix}typical"], dtype=np.float64).reshape(p)
+        form, response, feature, level = ints
+        levels = np.array([n_codes[f] - 2 if 0 <= f < len(n_codes) else 0 for f in feature], dtype=np.int64)
+        if (
+            any(len(a) != k for a in ints)
+            or not ((form >= 0) & (form < len(FORMS))).all()
+            or not ((response >= 0) & (response < p)).all()
+            or not ((feature >= -1) & (feature < len(n_codes))).all()
+            or not np.where(feature < 0, level == -1, (level >= 0) & (level < levels)).all()
+            or not (
+                np.isfinite(coef).all()
+                and np.isfinite(gram).all()
+                and (step > 0).all()
+                and np.isfinite(typical).all()
+            )
+        ):
+            raise ValueError(f"identities must name features 0 to {p - 1} and levels of the categories")
+        return cls(form, response, feature, level, coef, gram, step, typical)
+
+
+def _typical(values: np.ndarray) -> np.ndarray:
+    """(p,) each column's median absolute value (1 for a column without values)."""
+    out = np.ones(values.shape[1])
+    for j in range(values.shape[1]):
+        x = values[:, j][np.isfinite(values[:, j])]
+        out[j] = float(np.median(np.abs(x))) if len(x) else 1.0
+    return out
+
+
+def _resolution(values: np.ndarray) -> np.ndarray:
+    """(p,) each column's last written digit's place: ``10**-d`` for the most decimals that at least
+    ``DIGIT_SHARE`` of its values are written with (at most ``MAX_DECIMALS``; 1 without values).
+
+    A column's, not a cell's: an export writes a column to fixed decimals, and a cell that reads
+    0 or 10.7 says nothing about the digits its column keeps (0.00, 10.70)."""
+    p = values.shape[1]
+    out = np.ones(p)
+    for j in range(p):
+        x = values[:, j][np.isfinite(values[:, j])]
+        if not len(x):
+            continue
+        decimals = np.full(len(x), MAX_DECIMALS)
+        for d in range(MAX_DECIMALS, -1, -1):
+            scaled = x * 10.0**d
+            whole = np.abs(scaled - np.round(scaled)) <= 1e-6 * np.maximum(1.0, np.abs(scaled) * 1e-9)
+            decimals[whole] = d
+        out[j] = 10.0 ** -int(np.quantile(decimals, 1.0 - DIGIT_SHARE, method="higher"))
+    return out
+
+
+def _bulk(block: np.ndarray) -> np.ndarray:
+    """Rows of ``block`` whose every value is within ``BULK_SPREADS`` interquartile ranges of its
+    column's median."""
+    low, mid, high = np.percentile(block, [25, 50, 75], axis=0)
+    return (np.abs(block - mid) <= BULK_SPREADS * np.maximum(high - low, 1e-12)).all(axis=1)
+
+
+def _design(form_values: np.ndarray, predictors: np.ndarray) -> np.ndarray:
+    return np.column_stack([np.ones(len(form_values)), form_values[:, predictors]])
+
+
+def _tolerance(
+    units: np.ndarray, step: np.ndarray, a: int, predictors: np.ndarray, beta: np.ndarray, log: bool
+) -> np.ndarray:
+    """Per row: how far rounding the cells to their columns' last digits (``step``) can put the
+    response off the relation (in the form's scale), plus the floating-point error."""
+    half = step / 2.0
+    if log:
+        # d log x = dx / x: a half digit of a small value is a large share of it.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = half / np.abs(units)
+        return rel[:, a] + rel[:, predictors] @ np.abs(beta) + FLOAT_ERROR
+    size = np.abs(units[:, a]) + np.abs(units[:, predictors]) @ np.abs(beta)
+    return half[a] + half[predictors] @ np.abs(beta) + FLOAT_ERROR * size
+
+
+def _exact(
+    form_values: np.ndarray,
+    step: np.ndarray,
+    typical: np.ndarray,
+    a: int,
+    predictors: np.ndarray,
+    where: np.ndarray,
+    rng: np.random.Generator,
+    log: bool,
+    units: np.ndarray | None = None,
+) -> Fit | None:
+    """The identity of feature ``a`` on ``predictors`` over the rows ``where``, in one form
+    (``form_values``: the values, or their logs with ``units`` the values): its coefficients over
+    ``[intercept, all p features]``, its scaled inverse Gram matrix and how many rows are off it,
+    or None if it is not one within ``LEVEL_MAX_OFF`` (the caller decides with ``MAX_BROKEN``).
+
+    Found on all ``predictors``, then refitted on those whose terms are not negligible: a row
+    missing a cell the identity gives no weight does not leave it unchecked."""
+    got = _exact_on(form_values, step, a, predictors, where, rng, log, units)
+    if got is None:
+        return None
+    typical = np.ones(form_values.shape[1]) if log else typical
+    terms = np.abs(got.coef[1:]) * typical
+    kept = predictors[terms[predictors] >= INVOLVED * max(float(typical[a]), np.finfo(float).tiny)]
+    if len(kept) < len(predictors) and len(kept):
+        got = _exact_on(form_values, step, a, kept, where, rng, log, units) or got
+    else:
+        kept = predictors
+    # Backward, smallest term first: a predictor goes if the identity holds as well without it.  A
+    # small weight on a column of coarse digits widens the tolerance by its rounding, and so makes
+    # a relation that is not exact look exact; an identity names the columns it needs.
+    for j in kept[np.argsort(terms[kept])]:
+        if len(kept) == 1:
+            break
+        trial = kept[kept != j]
+        fewer = _exact_on(form_values, step, a, trial, where, rng, log, units)
+        if fewer is not None and fewer.off <= got.off:
+            kept, got = trial, fewer
+    return got
+
+
+def _exact_on(
+    form_values: np.ndarray,
+    step: np.ndarray,
+    a: int,
+    predictors: np.ndarray,
+    where: np.ndarray,
+    rng: np.random.Generator,
+    log: bool,
+    units: np.ndarray | None = None,
+) -> Fit | None:
+    """:func:`_exact` on the given predictors."""
+    units = form_values if units is None else units
+    p = form_values.shape[1]
+    cols = np.r_[a, predictors]
+    rows = np.flatnonzero(where & np.isfinite(form_values[:, cols]).all(axis=1))
+    need = max(MIN_ROWS, ROWS_PER_COEFFICIENT * (len(predictors) + 1))
+    if len(rows) < need or len(np.unique(units[rows, a])) < MIN_DISTINCT:
+        return None
+    fit_rows = rows if len(rows) <= MAX_FIT_ROWS else np.sort(rng.choice(rows, MAX_FIT_ROWS, replace=False))
+    X, y = _design(form_values[fit_rows], predictors), form_values[fit_rows, a]
+    # Resistant least squares: the rows whose values are all in their columns' bulk (a value 1000
+    # times too large would pull a first fit through itself), then the half of all rows that fit
+    # fits best, then the rows within rounding.
+    bulk = _bulk(form_values[np.ix_(fit_rows, cols)])
+    start = bulk if bulk.sum() >= need else np.ones(len(fit_rows), dtype=bool)
+    beta = np.linalg.lstsq(X[start], y[start], rcond=None)[0]
+    off = np.abs(y - X @ beta)
+    best = off <= np.median(off)
+    beta = np.linalg.lstsq(X[best], y[best], rcond=None)[0]
+    tol = _tolerance(units[fit_rows], step, a, predictors, beta[1:], log)
+    inside = np.abs(y - X @ beta) <= tol
+    if inside.sum() < need:
+        return None
+    beta = np.linalg.lstsq(X[inside], y[inside], rcond=None)[0]
+    residual = y[inside] - X[inside] @ beta
+    # Scaled so that u' gram u is the variance of the fitted relation at a row u.
+    dof = max(int(inside.sum()) - X.shape[1], 1)
+    gram_small = np.linalg.pinv(X[inside].T @ X[inside]) * float(residual @ residual) / dof
+    coef, gram = np.zeros(p + 1), np.zeros((p + 1, p + 1))
+    place = np.r_[0, predictors + 1]
+    coef[place] = beta
+    gram[np.ix_(place, place)] = gram_small
+    all_off, all_tol = _off(form_values[rows], units[rows], step, a, coef, gram, log)
+    spread = 1.4826 * float(np.median(np.abs(form_values[rows, a] - np.median(form_values[rows, a]))))
+    if not np.median(all_tol) <= MAX_TOLERANCE_SHARE * spread:
+        return None
+    with np.errstate(invalid="ignore"):
+        outside = int((~(all_off <= all_tol)).sum())
+    return Fit(coef, gram, outside, len(rows)) if outside <= LEVEL_MAX_OFF * len(rows) else None
+
+
+def _off(
+    form_values: np.ndarray,
+    units: np.ndarray,
+    step: np.ndarray,
+    a: int,
+    coef: np.ndarray,
+    gram: np.ndarray,
+    log: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: how far the response is off the identity, and its tolerance (NaN where a cell of
+    the identity is absent or, in logs, not positive)."""
+    predictors = np.flatnonzero(coef[1:] != 0)
+    predictors = predictors[predictors != a]
+    beta = coef[1:][predictors]
+    u = np.column_stack([np.ones(len(form_values)), form_values[:, predictors]])
+    off = np.abs(form_values[:, a] - u @ np.r_[coef[0], beta])
+    place = np.r_[0, predictors + 1]
+    g = gram[np.ix_(place, place)]
+    se = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", u, g, u), 0.0))
+    return off, _tolerance(units, step, a, predictors, beta, log) + SE_MARGIN * se
