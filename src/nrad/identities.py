@@ -26,15 +26,22 @@ on, to within what rounding the columns to their written decimals can make
 relation can be off by half the response's last digit plus each
 predictor's times its coefficient), plus the fitted coefficients'
 uncertainty.  The fit is resistant to the rows that break it (a table fitted
-on itself holds them): a first least-squares fit, a second on the half of the
-rows it fits best, and a last one on the rows within the rounding.
+on itself holds them): a first least-squares fit on the rows whose values
+are all in their columns' bulk, a second on the half of all rows it fits
+best, a last one on the rows within the rounding; then the predictors are
+pruned, smallest term first, while the identity holds as well without them.
+Within levels, a column that an identity over all rows gives is searched
+without that identity's predictors (``vat = gross - net`` would otherwise
+hide ``vat = 19% of net`` in Germany, which an invoice without VAT breaks).
 
 A row off a kept identity by more than ``BROKEN_MARGIN`` times its
 tolerance breaks it.  What breaks is one or more of its cells, not which:
 the cells blamed are those of its broken identities that no identity the
 row keeps involves (a gross typed with a digit too many breaks "gross = net
 + VAT" and "VAT = 19% of net" holds, which clears the net and the VAT); if
-every such cell is cleared too, all of them.  The blamed cells get p-value 0,
+every such cell is cleared too, all of them.  A row that keeps the same
+identity of another level of the category (a bill at another tariff's rate)
+blames its level too.  The blamed cells get p-value 0,
 as a value beyond a wall does (:class:`nrad.cells.Walls`): the assumption
 stated is that the relation is one the table's columns are built on.
 Noise breaks no identity: a relation with noise (a cost with a 2% spread
@@ -115,9 +122,7 @@ class Identities:
     and that level (-1 and -1: all rows), the coefficients over
     ``[intercept, feature 0, ..., feature p-1]`` (0 for a feature not in
     it), and the scaled inverse Gram matrix of the fit (its prediction's
-    variance at a row ``u`` is ``u' gram u``).  ``step``: per feature, the
-    place of the last digit its training values were written to, and its
-    median absolute value.
+    variance at a row ``u`` is ``u' gram u``).
     """
 
     form: np.ndarray  # (k,) int64
