@@ -595,8 +595,9 @@ def fit_table(
         # in a continuous tail (nrad.calibration.gap_trim) and trim it as anomalies.
         residuals = model.cell_residuals(prep, model.folds, y=spread)
         values = model.cell_values(prep, y=spread)
-        model.walls = Walls.fit(model.raw_values(prep), numeric.discrete)
-        model.identities = Identities.fit(model.raw_values(prep), enc.codes, n_codes, random_state)
+        in_units = model.raw_values(prep)
+        model.walls = Walls.fit(in_units, numeric.discrete)
+        model.identities = Identities.fit(in_units, enc.codes, n_codes, random_state)
     if detector == "fused" and enc.numeric.shape[1]:
         say(f"fitting neighbour and isolation scores ({n_folds} folds)")
         model.fusion = Fusion.fit(z, model.folds, inside, random_state)
