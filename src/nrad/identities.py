@@ -110,7 +110,12 @@ class Fit:
     rows: int
 
     def accepted(self) -> bool:
-        return self.off <= max(1, int(MAX_BROKEN * self.rows))
+        return _accepted(self.off, self.rows)
+
+
+def _accepted(off: int, rows: int) -> bool:
+    """Whether ``off`` rows of ``rows`` off an identity leave it one (``MAX_BROKEN``, at least 1)."""
+    return off <= max(1, int(MAX_BROKEN * rows))
 
 
 @dataclass
@@ -157,19 +162,17 @@ class Identities:
         typical = _typical(values)
         if len(columns) < 2 or n < MIN_ROWS:
             return cls._of(found, step, typical)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            logs = np.where(values > 0, np.log(values), np.nan)
+        logs = _logs(values)
         positive = columns[np.isfinite(logs[:, columns]).mean(axis=0) >= MIN_PRESENT]
         everywhere = np.ones(n, dtype=bool)
+        in_units = _Form(values, values, step, typical, False, rng)
+        in_logs = _Form(logs, values, step, typical, True, rng)
         for a in columns:
-            others = columns[columns != a]
-            got = _exact(values, step, typical, a, others, everywhere, rng, log=False)
+            got = in_units.search(a, columns[columns != a], everywhere)
             if got is not None and got.accepted():
                 found.append((0, int(a), -1, -1, got.coef, got.gram))
             if a in positive and len(positive) >= 2:
-                got = _exact(
-                    logs, step, typical, a, positive[positive != a], everywhere, rng, log=True, units=values
-                )
+                got = in_logs.search(a, positive[positive != a], everywhere)
                 if got is not None and got.accepted():
                     found.append((1, int(a), -1, -1, got.coef, got.gram))
         # A column an identity over all rows gives (vat = gross - net) may keep another within each
@@ -186,16 +189,13 @@ class Identities:
                         continue
                     fits = {}
                     for level in range(k - 2):
-                        got = _exact(
-                            values, step, typical, a, predictors, codes[:, f] == level, rng, log=False
-                        )
+                        got = in_units.search(a, predictors, codes[:, f] == level)
                         if got is not None:
                             fits[level] = got
                     # One claim, "within each level, an identity", held to MAX_BROKEN over the rows
                     # of the levels where it holds.
-                    pooled = Fit(np.zeros(0), np.zeros(0), sum(g.off for g in fits.values()),
-                                 sum(g.rows for g in fits.values()))  # fmt: skip
-                    if len(fits) >= 2 and pooled.accepted():
+                    off, rows = sum(g.off for g in fits.values()), sum(g.rows for g in fits.values())
+                    if len(fits) >= 2 and _accepted(off, rows):
                         found += [(0, int(a), f, level, g.coef, g.gram) for level, g in fits.items()]
         return cls._of(found, step, typical)
 
@@ -223,8 +223,7 @@ class Identities:
         level_blamed = np.zeros((n, codes.shape[1]), dtype=bool)
         if not self.n_identities or not n:
             return blamed, level_blamed
-        with np.errstate(divide="ignore", invalid="ignore"):
-            logs = np.where(values > 0, np.log(values), np.nan)
+        logs = _logs(values)
         cleared = np.zeros((n, p), dtype=bool)
         breaks, keeps = [], []
         for k in range(self.n_identities):
@@ -311,6 +310,12 @@ class Identities:
         return cls(form, response, feature, level, coef, gram, step, typical)
 
 
+def _logs(values: np.ndarray) -> np.ndarray:
+    """The values' natural logs, NaN where a value is not positive (the log form's cells)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(values > 0, np.log(values), np.nan)
+
+
 def _typical(values: np.ndarray) -> np.ndarray:
     """(p,) each column's median absolute value (1 for a column without values)."""
     out = np.ones(values.shape[1])
@@ -367,96 +372,91 @@ def _tolerance(
     return half[a] + half[predictors] @ np.abs(beta) + FLOAT_ERROR * size
 
 
-def _exact(
-    form_values: np.ndarray,
-    step: np.ndarray,
-    typical: np.ndarray,
-    a: int,
-    predictors: np.ndarray,
-    where: np.ndarray,
-    rng: np.random.Generator,
-    log: bool,
-    units: np.ndarray | None = None,
-) -> Fit | None:
-    """The identity of feature ``a`` on ``predictors`` over the rows ``where``, in one form
-    (``form_values``: the values, or their logs with ``units`` the values): its coefficients over
-    ``[intercept, all p features]``, its scaled inverse Gram matrix and how many rows are off it,
-    or None if it is not one within ``LEVEL_MAX_OFF`` (the caller decides with ``MAX_BROKEN``).
+@dataclass
+class _Form:
+    """One form of the search: the values regressed (``values``: the table's values, or their logs
+    with ``log``), the values in the table's units (what the tolerance is read from), each
+    column's last digit's place and typical size, and the random state that picks fit rows."""
 
-    Found on all ``predictors``, then refitted on those whose terms are not negligible: a row
-    missing a cell the identity gives no weight does not leave it unchecked."""
-    got = _exact_on(form_values, step, a, predictors, where, rng, log, units)
-    if got is None:
-        return None
-    typical = np.ones(form_values.shape[1]) if log else typical
-    terms = np.abs(got.coef[1:]) * typical
-    kept = predictors[terms[predictors] >= INVOLVED * max(float(typical[a]), np.finfo(float).tiny)]
-    if len(kept) < len(predictors) and len(kept):
-        got = _exact_on(form_values, step, a, kept, where, rng, log, units) or got
-    else:
-        kept = predictors
-    # Backward, smallest term first: a predictor goes if the identity holds as well without it.  A
-    # small weight on a column of coarse digits widens the tolerance by its rounding, and so makes
-    # a relation that is not exact look exact; an identity names the columns it needs.
-    for j in kept[np.argsort(terms[kept])]:
-        if len(kept) == 1:
-            break
-        trial = kept[kept != j]
-        fewer = _exact_on(form_values, step, a, trial, where, rng, log, units)
-        if fewer is not None and fewer.off <= got.off:
-            kept, got = trial, fewer
-    return got
+    values: np.ndarray
+    units: np.ndarray
+    step: np.ndarray
+    typical: np.ndarray
+    log: bool
+    rng: np.random.Generator
 
+    def search(self, a: int, predictors: np.ndarray, where: np.ndarray) -> Fit | None:
+        """The identity of feature ``a`` on ``predictors`` over the rows ``where``: its coefficients
+        over ``[intercept, all p features]``, its scaled inverse Gram matrix and how many rows are
+        off it, or None if it is not one within ``LEVEL_MAX_OFF`` (the caller decides with
+        ``MAX_BROKEN``).
 
-def _exact_on(
-    form_values: np.ndarray,
-    step: np.ndarray,
-    a: int,
-    predictors: np.ndarray,
-    where: np.ndarray,
-    rng: np.random.Generator,
-    log: bool,
-    units: np.ndarray | None = None,
-) -> Fit | None:
-    """:func:`_exact` on the given predictors."""
-    units = form_values if units is None else units
-    p = form_values.shape[1]
-    cols = np.r_[a, predictors]
-    rows = np.flatnonzero(where & np.isfinite(form_values[:, cols]).all(axis=1))
-    need = max(MIN_ROWS, ROWS_PER_COEFFICIENT * (len(predictors) + 1))
-    if len(rows) < need or len(np.unique(units[rows, a])) < MIN_DISTINCT:
-        return None
-    fit_rows = rows if len(rows) <= MAX_FIT_ROWS else np.sort(rng.choice(rows, MAX_FIT_ROWS, replace=False))
-    X, y = _design(form_values[fit_rows], predictors), form_values[fit_rows, a]
-    # Resistant least squares: the rows whose values are all in their columns' bulk (a value 1000
-    # times too large would pull a first fit through itself), then the half of all rows that fit
-    # fits best, then the rows within rounding.
-    bulk = _bulk(form_values[np.ix_(fit_rows, cols)])
-    start = bulk if bulk.sum() >= need else np.ones(len(fit_rows), dtype=bool)
-    beta = np.linalg.lstsq(X[start], y[start], rcond=None)[0]
-    off = np.abs(y - X @ beta)
-    best = off <= np.median(off)
-    beta = np.linalg.lstsq(X[best], y[best], rcond=None)[0]
-    tol = _tolerance(units[fit_rows], step, a, predictors, beta[1:], log)
-    inside = np.abs(y - X @ beta) <= tol
-    if inside.sum() < need:
-        return None
-    beta = np.linalg.lstsq(X[inside], y[inside], rcond=None)[0]
-    residual = y[inside] - X[inside] @ beta
-    # Scaled so that u' gram u is the variance of the fitted relation at a row u.
-    dof = max(int(inside.sum()) - X.shape[1], 1)
-    gram_small = np.linalg.pinv(X[inside].T @ X[inside]) * float(residual @ residual) / dof
-    coef, gram = np.zeros(p + 1), np.zeros((p + 1, p + 1))
-    place = np.r_[0, predictors + 1]
-    coef[place] = beta
-    gram[np.ix_(place, place)] = gram_small
-    all_off, all_tol = _off(form_values[rows], units[rows], step, a, coef, gram, log)
-    spread = 1.4826 * float(np.median(np.abs(form_values[rows, a] - np.median(form_values[rows, a]))))
-    if not np.median(all_tol) <= MAX_TOLERANCE_SHARE * spread:
-        return None
-    with np.errstate(invalid="ignore"):
-        outside = int((~(all_off <= all_tol)).sum())
-    return Fit(coef, gram, outside, len(rows)) if outside <= LEVEL_MAX_OFF * len(rows) else None
+        Found on all ``predictors``, then refitted on those whose terms are not negligible: a row
+        missing a cell the identity gives no weight does not leave it unchecked."""
+        got = self.fit(a, predictors, where)
+        if got is None:
+            return None
+        typical = np.ones(self.values.shape[1]) if self.log else self.typical
+        terms = np.abs(got.coef[1:]) * typical
+        kept = predictors[terms[predictors] >= INVOLVED * max(float(typical[a]), np.finfo(float).tiny)]
+        if len(kept) < len(predictors) and len(kept):
+            got = self.fit(a, kept, where) or got
+        else:
+            kept = predictors
+        # Backward, smallest term first: a predictor goes if the identity holds as well without it.
+        # A small weight on a column of coarse digits widens the tolerance by its rounding, and so
+        # makes a relation that is not exact look exact; an identity names the columns it needs.
+        for j in kept[np.argsort(terms[kept])]:
+            if len(kept) == 1:
+                break
+            trial = kept[kept != j]
+            fewer = self.fit(a, trial, where)
+            if fewer is not None and fewer.off <= got.off:
+                kept, got = trial, fewer
+        return got
+
+    def fit(self, a: int, predictors: np.ndarray, where: np.ndarray) -> Fit | None:
+        """:meth:`search` on the given predictors."""
+        form_values, units, step, log, rng = self.values, self.units, self.step, self.log, self.rng
+        p = form_values.shape[1]
+        cols = np.r_[a, predictors]
+        rows = np.flatnonzero(where & np.isfinite(form_values[:, cols]).all(axis=1))
+        need = max(MIN_ROWS, ROWS_PER_COEFFICIENT * (len(predictors) + 1))
+        if len(rows) < need or len(np.unique(units[rows, a])) < MIN_DISTINCT:
+            return None
+        fit_rows = (
+            rows if len(rows) <= MAX_FIT_ROWS else np.sort(rng.choice(rows, MAX_FIT_ROWS, replace=False))
+        )
+        X, y = _design(form_values[fit_rows], predictors), form_values[fit_rows, a]
+        # Resistant least squares: the rows whose values are all in their columns' bulk (a value 1000
+        # times too large would pull a first fit through itself), then the half of all rows that fit
+        # fits best, then the rows within rounding.
+        bulk = _bulk(form_values[np.ix_(fit_rows, cols)])
+        start = bulk if bulk.sum() >= need else np.ones(len(fit_rows), dtype=bool)
+        beta = np.linalg.lstsq(X[start], y[start], rcond=None)[0]
+        off = np.abs(y - X @ beta)
+        best = off <= np.median(off)
+        beta = np.linalg.lstsq(X[best], y[best], rcond=None)[0]
+        tol = _tolerance(units[fit_rows], step, a, predictors, beta[1:], log)
+        inside = np.abs(y - X @ beta) <= tol
+        if inside.sum() < need:
+            return None
+        beta = np.linalg.lstsq(X[inside], y[inside], rcond=None)[0]
+        residual = y[inside] - X[inside] @ beta
+        # Scaled so that u' gram u is the variance of the fitted relation at a row u.
+        dof = max(int(inside.sum()) - X.shape[1], 1)
+        gram_small = np.linalg.pinv(X[inside].T @ X[inside]) * float(residual @ residual) / dof
+        coef, gram = np.zeros(p + 1), np.zeros((p + 1, p + 1))
+        place = np.r_[0, predictors + 1]
+        coef[place] = beta
+        gram[np.ix_(place, place)] = gram_small
+        all_off, all_tol = _off(form_values[rows], units[rows], step, a, coef, gram, log)
+        spread = 1.4826 * float(np.median(np.abs(form_values[rows, a] - np.median(form_values[rows, a]))))
+        if not np.median(all_tol) <= MAX_TOLERANCE_SHARE * spread:
+            return None
+        with np.errstate(invalid="ignore"):
+            outside = int((~(all_off <= all_tol)).sum())
+        return Fit(coef, gram, outside, len(rows)) if outside <= LEVEL_MAX_OFF * len(rows) else None
 
 
 def _off(
