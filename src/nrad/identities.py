@@ -25,7 +25,10 @@ on, to within what rounding the columns to their written decimals can make
 (each cell is within half its last digit of the value it records, so the
 relation can be off by half the response's last digit plus each
 predictor's times its coefficient), plus the fitted coefficients'
-uncertainty.  The fit is resistant to the rows that break it (a table fitted
+uncertainty, and where few rows (``MAX_SHOULDER``) miss by less than
+``BROKEN_MARGIN`` tolerances: a computed column's rows are within rounding
+or, where a cell is wrong, far off; a measured relation's misses pile up just
+past rounding.  The fit is resistant to the rows that break it (a table fitted
 on itself holds them): a first least-squares fit on the rows whose values
 are all in their columns' bulk, a second on the half of all rows it fits
 best, a last one on the rows within the rounding; then the predictors are
@@ -58,6 +61,11 @@ import numpy as np
 #: An identity may be broken by at most this share of the rows it is fitted on (a table fitted on
 #: itself holds its errors), and by at least one row.
 MAX_BROKEN = 0.01
+#: At most this share of the rows (and at least one) may lie off an identity by more than their
+#: tolerance but within ``BROKEN_MARGIN`` of it: an exact relation's rows are within rounding or,
+#: when a cell is wrong, far off; misses that pile up just past rounding are a measured relation's
+#: (a depth computed from measured dimensions), whose tolerance is not known.
+MAX_SHOULDER = 0.001
 #: A row off an identity by more than this many times its rounding tolerance breaks it; a row
 #: between the tolerance and this counts against the identity's exactness but is not flagged.
 BROKEN_MARGIN = 3.0
@@ -107,15 +115,17 @@ class Fit:
     coef: np.ndarray
     gram: np.ndarray
     off: int
+    shoulder: int
     rows: int
 
     def accepted(self) -> bool:
-        return _accepted(self.off, self.rows)
+        return _accepted(self.off, self.shoulder, self.rows)
 
 
-def _accepted(off: int, rows: int) -> bool:
-    """Whether ``off`` rows of ``rows`` off an identity leave it one (``MAX_BROKEN``, at least 1)."""
-    return off <= max(1, int(MAX_BROKEN * rows))
+def _accepted(off: int, shoulder: int, rows: int) -> bool:
+    """Whether ``off`` rows of ``rows`` off an identity, of which ``shoulder`` are off by less than
+    ``BROKEN_MARGIN`` tolerances, leave it one (``MAX_BROKEN``, ``MAX_SHOULDER``, at least 1)."""
+    return off <= max(1, int(MAX_BROKEN * rows)) and shoulder <= max(1, int(MAX_SHOULDER * rows))
 
 
 @dataclass
@@ -194,8 +204,10 @@ class Identities:
                             fits[level] = got
                     # One claim, "within each level, an identity", held to MAX_BROKEN over the rows
                     # of the levels where it holds.
-                    off, rows = sum(g.off for g in fits.values()), sum(g.rows for g in fits.values())
-                    if len(fits) >= 2 and _accepted(off, rows):
+                    off, shoulder, rows = (
+                        sum(getattr(g, count) for g in fits.values()) for count in ("off", "shoulder", "rows")
+                    )
+                    if len(fits) >= 2 and _accepted(off, shoulder, rows):
                         found += [(0, int(a), f, level, g.coef, g.gram) for level, g in fits.items()]
         return cls._of(found, step, typical)
 
@@ -223,23 +235,10 @@ class Identities:
         level_blamed = np.zeros((n, codes.shape[1]), dtype=bool)
         if not self.n_identities or not n:
             return blamed, level_blamed
-        logs = _logs(values)
         cleared = np.zeros((n, p), dtype=bool)
-        breaks, keeps = [], []
-        for k in range(self.n_identities):
-            form_values = logs if self.form[k] == 1 else values
-            off, tol = _off(
-                form_values,
-                values,
-                self.step,
-                self.response[k],
-                self.coef[k],
-                self.gram[k],
-                self.form[k] == 1,
-            )
-            with np.errstate(invalid="ignore"):
-                breaks.append(off > BROKEN_MARGIN * tol)
-                keeps.append(off <= tol)
+        with np.errstate(invalid="ignore"):
+            distance = self.distances(values)
+            breaks, keeps = distance.T > BROKEN_MARGIN, distance.T <= 1.0
         for k in range(self.n_identities):
             f = self.feature[k]
             mine = np.ones(n, dtype=bool) if f < 0 else codes[:, f] == self.level[k]
@@ -256,13 +255,28 @@ class Identities:
             blamed[np.ix_(broke, involved)] = True
         # Of two categories blamed (a country and its currency), the coarser: the one whose fewer
         # levels carry the identity.
-        levels = np.array([len(np.unique(self.level[self.feature == f])) for f in range(codes.shape[1])])
-        ranked = np.where(level_blamed, levels[None, :], np.iinfo(np.int64).max)
-        coarsest = ranked.argmin(axis=1)
-        level_blamed = level_blamed & (np.arange(codes.shape[1])[None, :] == coarsest[:, None])
+        if codes.shape[1]:
+            levels = np.array([len(np.unique(self.level[self.feature == f])) for f in range(codes.shape[1])])
+            ranked = np.where(level_blamed, levels[None, :], np.iinfo(np.int64).max)
+            coarsest = ranked.argmin(axis=1)
+            level_blamed = level_blamed & (np.arange(codes.shape[1])[None, :] == coarsest[:, None])
         # The cells of a row's broken identities that none it keeps involves; all of them if none.
         suspect = blamed & ~cleared
         return np.where(suspect.any(axis=1, keepdims=True), suspect, blamed), level_blamed
+
+    def distances(self, values: np.ndarray) -> np.ndarray:
+        """(n, k): how far each row is off each identity, in tolerances (at most 1: within rounding;
+        beyond ``BROKEN_MARGIN``: broken), whatever its level; NaN where a cell it needs is absent."""
+        values = np.asarray(values, dtype=np.float64)
+        logs = _logs(values)
+        out = np.empty((len(values), self.n_identities))
+        for k in range(self.n_identities):
+            log = bool(self.form[k] == 1)
+            form_values = logs if log else values
+            off, tol = _off(form_values, values, self.step, self.response[k], self.coef[k], self.gram[k], log)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[:, k] = off / tol
+        return out
 
     def _involved(self, k: int) -> np.ndarray:
         """The features of identity ``k``: its response and each predictor whose term is not
@@ -456,7 +470,8 @@ class _Form:
             return None
         with np.errstate(invalid="ignore"):
             outside = int((~(all_off <= all_tol)).sum())
-        return Fit(coef, gram, outside, len(rows)) if outside <= LEVEL_MAX_OFF * len(rows) else None
+            shoulder = int(((all_off > all_tol) & (all_off <= BROKEN_MARGIN * all_tol)).sum())
+        return Fit(coef, gram, outside, shoulder, len(rows)) if outside <= LEVEL_MAX_OFF * len(rows) else None
 
 
 def _off(
