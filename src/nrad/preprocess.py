@@ -446,6 +446,8 @@ def _datetime_format(col: pd.Series) -> str | None:
         share = _parse_datetime(sample, fmt).notna().mean()
         if share > best_share:
             best, best_share = fmt, share
+        if best_share == 1.0:
+            break  # a later format could only tie, and a tie keeps the first: sixty parses saved
     if best is None or best_share < NUMERIC_PARSE_SHARE:
         return None
     parsed = _parse_datetime(col, best)
