@@ -46,10 +46,12 @@ def test_distance_statistic_stays_finite_and_ordered_far_out() -> None:
         assert s[-3] == pytest.approx(1e4 - (p / 2 - 1) * np.log(1e4) + special.gammaln(p / 2), rel=1e-5)
 
 
-def test_density_tail_of_rows_believed_normal_may_be_heavier_than_in_sample() -> None:
-    # In sample the density's tail keeps near-exponential shapes (a heavier one would take the
-    # table's trimmed anomalies back); fitted on calibration rows believed normal it may take
-    # the fused score's shapes: a small table's flows are heavier-tailed on unseen rows.
+def test_density_tail_in_sample_is_light_on_a_large_table_only() -> None:
+    # In sample on a large table the density's tail keeps near-exponential shapes (a heavier one
+    # would take the table's trimmed anomalies back).  Fitted on rows believed normal, or in sample
+    # on a small table, whose flows give rows they did not see (in sample: every row) a
+    # heavier-tailed density, it averages over the fused score's shapes: scores of shape 1/3 put
+    # a good part of its weight above 0.1.
     from nrad.calibration import DENSITY_MAX_SHAPE, MAX_SHAPE
 
     rng = np.random.default_rng(2)
@@ -57,12 +59,16 @@ def test_density_tail_of_rows_believed_normal_may_be_heavier_than_in_sample() ->
     density = rng.pareto(3.0, n)  # a tail of shape 1/3
     scores = rng.gumbel(size=n)
     fresh = ChannelTails.fit(scores, density, None, None, None, None, in_sample=False)
-    own = ChannelTails.fit(scores, density, None, None, None, None, in_sample=True)
-    assert fresh.density is not None and own.density is not None
+    large = ChannelTails.fit(scores, density, None, None, None, None, in_sample=True)
+    small = ChannelTails.fit(scores, density, None, None, None, None, in_sample=True, small=True)
+    assert fresh.density is not None and large.density is not None and small.density is not None
     assert fresh.density.shapes.max() == pytest.approx(MAX_SHAPE)
-    assert own.density.shapes.max() == pytest.approx(DENSITY_MAX_SHAPE)
+    assert large.density.shapes.max() == pytest.approx(DENSITY_MAX_SHAPE)
+    assert small.density.shapes.max() == pytest.approx(MAX_SHAPE)
+    assert small.density.weights[small.density.shapes > 0.1].sum() > 0.3
     far = np.array([density.max() * 3])
-    assert fresh.density.p_values(far)[0] > own.density.p_values(far)[0]
+    assert fresh.density.p_values(far)[0] > large.density.p_values(far)[0]
+    assert small.density.p_values(far)[0] > large.density.p_values(far)[0]
 
 
 def test_tails_round_trip_through_their_state() -> None:

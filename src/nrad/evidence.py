@@ -56,11 +56,15 @@ class ChannelTails:
     distance also a cluster above a gap (``DISTANCE_TRIM``: a broken batch
     that the density learns as normal stands apart there); each cell its
     top 1% (``CELL_TRIM``).  The density's tail in nats is near-exponential
-    (``DENSITY_MAX_SHAPE`` in sample), the fused score's is heavier (the neighbour
-    member's long tail): a row far out in density reaches a small p-value
-    that the fused score's tail would not give it.  Fitted on rows believed
-    normal, the density's tail may be as heavy as the fused score's
-    (``MAX_SHAPE``): a small table's flows are heavier-tailed on rows they did not see.
+    on a large table (``DENSITY_MAX_SHAPE`` in sample), the fused score's
+    heavier (the neighbour member's long tail): a row far out in density
+    reaches a small p-value that the fused score's tail would not give it.
+    Fitted on rows believed normal, or in sample on a small table, the
+    density's tail may be as heavy as the fused score's (``MAX_SHAPE``): the
+    density a small table's flows give rows they did not see (in sample:
+    every row) is heavier-tailed, and a bound of 0.1 flagged the top rows of
+    a fifth of clean 500-row tables scored against themselves
+    (research/notes.md, section 33).
     """
 
     row: TailModel
@@ -79,16 +83,19 @@ class ChannelTails:
         columns: np.ndarray | None,
         in_sample: bool = False,
         cluster: bool = True,
+        small: bool = False,
     ) -> ChannelTails:
         """From the training rows' out-of-fold statistics (None: no such channel).  ``cluster``:
         in sample, the distance's tail may leave out a cluster standing apart (False: the rows
-        apart are a segment of the table, and only the top scores are left out, as a row score's)."""
+        apart are a segment of the table, and only the top scores are left out, as a row score's).
+        ``small``: the statistics are a small table's (its flows learned from a few hundred rows)."""
+        light = in_sample and not small
         trim = (lambda share: share) if in_sample else (lambda share: None)  # noqa: E731
         return cls(
             TailModel.fit(scores, trim(SCORE_TRIM)),
             None
             if density is None
-            else TailModel.fit(density, trim(SCORE_TRIM), DENSITY_MAX_SHAPE if in_sample else MAX_SHAPE),
+            else TailModel.fit(density, trim(SCORE_TRIM), DENSITY_MAX_SHAPE if light else MAX_SHAPE),
             None
             if distances is None
             else TailModel.fit(distances, trim(DISTANCE_TRIM if cluster else SCORE_TRIM), CELL_MAX_SHAPE),

@@ -610,7 +610,7 @@ def fit_table(
     # scores out (see ChannelTails.fit).
     model.own_tails = ChannelTails.fit(
         scores, density if fused else None, distances, residuals, values, spread, in_sample=True,
-        cluster=not segment,
+        cluster=not segment, small=len(features) < FOLD_BANDS[0][0],
     )
     info.update(n_train_rows=len(features), preprocess_counts={**schema.counts, **enc.counts})
     return model
