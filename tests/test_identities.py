@@ -147,7 +147,7 @@ def test_a_measured_relation_is_no_identity(seed: int) -> None:
 
 def test_an_identity_in_a_table_without_categories() -> None:
     """A numeric table (total = a + b, to cents) with one total typed wrong: the identity is kept
-    with no categorical column to hold levels, and the row is flagged, named by the total."""
+    with no categorical column to hold levels, and the row is flagged, named by a column of it."""
     rng = np.random.default_rng(4)
     a, b = np.round(rng.lognormal(3, 0.4, (2, 1200)), 2)
     df = pd.DataFrame({"a": a, "b": b, "total": np.round(a + b, 2), "other": rng.normal(0, 1, 1200)})

@@ -64,7 +64,7 @@ MAX_BROKEN = 0.01
 #: At most this share of the rows (and at least one) may lie off an identity by more than their
 #: tolerance but within ``BROKEN_MARGIN`` of it: an exact relation's rows are within rounding or,
 #: when a cell is wrong, far off; misses that pile up just past rounding are a measured relation's
-#: (a depth computed from measured dimensions), whose tolerance is not known.
+#: (a depth measured apart from the dimensions it relates to), whose tolerance is not known.
 MAX_SHOULDER = 0.001
 #: A row off an identity by more than this many times its rounding tolerance breaks it; a row
 #: between the tolerance and this counts against the identity's exactness but is not flagged.

@@ -447,7 +447,7 @@ def _datetime_format(col: pd.Series) -> str | None:
         if share > best_share:
             best, best_share = fmt, share
         if best_share == 1.0:
-            break  # a later format could only tie, and a tie keeps the first: sixty parses saved
+            break  # a later format could only tie, and a tie keeps the first: up to sixty parses saved
     if best is None or best_share < NUMERIC_PARSE_SHARE:
         return None
     parsed = _parse_datetime(col, best)

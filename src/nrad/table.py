@@ -607,7 +607,8 @@ def fit_table(
     fused = model.fusion is not None
     model.tails = ChannelTails.fit(scores, density if fused else None, distances, residuals, values, spread)
     # The table scored against itself holds its anomalies: each channel's own tail leaves its top
-    # scores out (see ChannelTails.fit).
+    # scores out (see ChannelTails.fit).  A small table (FOLD_BANDS' first band) has flows learned
+    # from a few hundred rows each, whose density of unseen rows is heavier-tailed.
     model.own_tails = ChannelTails.fit(
         scores, density if fused else None, distances, residuals, values, spread, in_sample=True,
         cluster=not segment, small=len(features) < FOLD_BANDS[0][0],
