@@ -184,3 +184,17 @@ def test_a_column_at_its_centre_in_most_rows_does_not_blind_the_relations() -> N
     t = relations.residuals(relations.gaussians[0], relations.standardize(wrong))
     assert abs(t[0, 1]) > 8.0  # the shrinkage's share of the variances makes it 13 sd, not 50
 
+
+
+def test_a_drawn_fill_has_the_conditional_mean_and_spread() -> None:
+    """Filled with an ``rng``, a missing cell is a draw from its conditional Gaussian: for unit
+    variances and correlation 0.8, given x1 = 1 the second cell has mean 0.8 and sd 0.6 (the
+    mean fill gives 0.8 every time, and the first cell, present, is kept)."""
+    cov = np.array([[1.0, 0.8], [0.8, 1.0]])
+    gauss = RobustGaussian(np.zeros(2), np.linalg.inv(cov), float(np.log(np.linalg.det(cov))))
+    z = np.tile([1.0, np.nan], (20_000, 1))
+    assert np.allclose(gauss.fill(z)[:, 1], 0.8)
+    drawn = gauss.fill(z, rng=np.random.default_rng(0))
+    assert np.all(drawn[:, 0] == 1.0)
+    assert drawn[:, 1].mean() == pytest.approx(0.8, abs=0.02)
+    assert drawn[:, 1].std() == pytest.approx(0.6, abs=0.02)

@@ -194,9 +194,16 @@ class RobustGaussian:
         t = (clipped - self.location) @ self.precision + diag * (own - clipped)
         return np.where(np.isnan(raw), np.nan, t / np.sqrt(diag))
 
-    def fill(self, z: np.ndarray, bound: np.ndarray | float = PREDICTOR_CLIP) -> np.ndarray:
+    def fill(
+        self,
+        z: np.ndarray,
+        bound: np.ndarray | float = PREDICTOR_CLIP,
+        rng: np.random.Generator | None = None,
+    ) -> np.ndarray:
         """Missing cells (NaN) at their conditional mean given the row's present cells (which
-        enter clipped to ``bound``, per column or one for all)."""
+        enter clipped to ``bound``, per column or one for all).  ``rng`` given: a draw from the
+        conditional distribution instead (what a flow trains on: each filled cell as spread as
+        the values it stands for, and related to the row's other cells as they are)."""
         z = np.array(z, dtype=np.float64)
         missing = np.isnan(z)
         if not missing.any():
@@ -212,7 +219,12 @@ class RobustGaussian:
             q_mo = self.precision[np.ix_(m, o)]
             limit = np.broadcast_to(bound, (self.n_features,))[o]
             centred = np.clip(z[np.ix_(rows, o)], -limit, limit) - self.location[o]
-            z[np.ix_(rows, m)] = self.location[m] - np.linalg.solve(q_mm, q_mo @ centred.T).T
+            mean = self.location[m] - np.linalg.solve(q_mm, q_mo @ centred.T).T
+            if rng is not None:
+                # Cov[z_m | z_o] = Q_mm^-1 = L^-T L^-1 for Q_mm = L L^T, so L^-T e has it.
+                chol = np.linalg.cholesky(q_mm)
+                mean = mean + np.linalg.solve(chol.T, rng.standard_normal((int(m.sum()), len(rows)))).T
+            z[np.ix_(rows, m)] = mean
         return z
 
     def to_state(self, prefix: str) -> tuple[dict[str, float], dict[str, np.ndarray]]:

@@ -107,7 +107,9 @@ class NRDE(OutlierMixin, TransformerMixin, BaseEstimator):
         as an improvement.  ``"auto"``: one standard error of the held-out
         loss itself (its rows' spread over the square root of their count),
         so training stops once what it gains is within the noise of measuring
-        it; the table model uses it.
+        it.  Faster, but it stops the flows before they have learnt what sets
+        anomalies apart (on the benchmark tables its flows rank them worse;
+        docs/method.md); not the default anywhere.
     patience_steps : int, default=0
         Stop no earlier than this many gradient steps without improvement
         either (on small tables an epoch is a few steps).  ``500`` lets the

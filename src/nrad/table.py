@@ -60,7 +60,7 @@ from nrad.fusion import Fusion
 from nrad.gaussian import READINGS, Relations, RobustGaussian, fit_per_fold, hot_deck, spread_levels
 from nrad.identities import Identities
 from nrad.nrde import NRDE, fit_together
-from nrad.numeric import NumericModel, dequantize
+from nrad.numeric import FEW_VALUES, NumericModel, dequantize
 from nrad.preprocess import TableSchema, encode, fit_schema
 from nrad.results import EXPLAIN_TOP, beside_input, check_explain, rows_to_explain, strongest_first
 
@@ -357,16 +357,19 @@ class TableModel:
         """What the robust Gaussian reads: ``z``, or the components when the table is too wide."""
         return z if self.basis is None or z.shape[1] <= MAX_CELL_FEATURES else z @ self.basis
 
-    def fill(self, z: np.ndarray, folds: np.ndarray | None = None) -> np.ndarray:
+    def fill(
+        self, z: np.ndarray, folds: np.ndarray | None = None, rng: np.random.Generator | None = None
+    ) -> np.ndarray:
         """Each absent cell (missing, or at its column's spike) at its conditional mean given the
         row's present numbers, under the robust Gaussian of the row's fold (new rows: the mean over
         folds).  The row is charged for the cell being absent by its indicator category, not for a
-        guess; calibration rows and scored rows are filled alike, so their scores compare."""
+        guess; calibration rows and scored rows are filled alike, so their scores compare.
+        ``rng`` given (training rows, with ``folds``): a draw from the conditional distribution."""
         if not np.isnan(z).any():
             return z
         if not self.gaussians or z.shape[1] > MAX_CELL_FEATURES:
             return np.nan_to_num(z)  # the middle of the training values
-        return self.per_fold(self.gaussians, lambda g, rows: g.fill(rows), z, folds)
+        return self.per_fold(self.gaussians, lambda g, rows: g.fill(rows, rng=rng), z, folds)
 
     def score_rows(
         self,
@@ -536,9 +539,10 @@ def fit_table(
     prep = Prepared(numeric.shape(enc.numeric), codes, enc.counts, enc.missing)
     distances, spread, segment = None, None, False
     if enc.numeric.shape[1]:
-        # Dequantized values (integers spread over their unit cell) and
-        # missing cells filled with random observed values train the flows;
-        # scoring reads the values as they are.
+        # Dequantized values (integers spread over their unit cell) train the flows; scoring
+        # reads the values as they are.  Absent cells are filled with random observed values
+        # for the principal basis and the robust Gaussians, then (below) at their conditional
+        # means for the flows.
         y = numeric.shape(dequantize(enc.numeric, numeric.discrete, rng))
         z = hot_deck(model.numeric_z(y, codes)[0], rng)
         # Rows with a value far from its context's typical ones (a 30x amount,
@@ -551,7 +555,20 @@ def fit_table(
         width = flow_width(z.shape[1], per_flow)
         if width and width < z.shape[1] or z.shape[1] > MAX_CELL_FEATURES:
             model.basis, model.residual_variance = _principal_basis(z[inside], width or MAX_FLOW_FEATURES)
-        model.gaussians = _fit_gaussians(model, z, model.numeric_z(y, codes)[0], inside, random_state)
+        absent = model.numeric_z(y, codes)[0]
+        model.gaussians = _fit_gaussians(model, z, absent, inside, random_state)
+        # The flows learn absent cells (missing, or at their column's spike) drawn from their
+        # conditional distribution given the row's present numbers: as spread as the values they
+        # stand for (a spike column's values off the spike), and related to the row's other cells
+        # as present values are.  Random observed values (the hot deck above) keep the spread but
+        # break the relations, and a flow fitted on them reads every row's filled cells (their
+        # conditional means, model.fill) against relations it never saw.  A column with fewer
+        # than FEW_VALUES values keeps the hot deck: its values are read by their predictive
+        # tail, wider than the spread of the few values a Gaussian was fitted on.
+        if model.gaussians and z.shape[1] <= MAX_CELL_FEATURES:
+            drawn = model.fill(absent, model.folds, np.random.default_rng(random_state + 2))
+            few = numeric.n_values < FEW_VALUES
+            z = np.where(few[None, :], z, drawn)
         # The training rows' robust distances, out of fold (absent cells at their conditional
         # means): they find the rows standing apart, and calibrate below.  Read on the dequantized
         # values, as the Gaussians were fitted: rows that share a rare count tie in distance, and
@@ -575,7 +592,6 @@ def fit_table(
             say(f"fitting {n_folds} flows on {width} numeric features")
             params = {
                 "latent_tail": LATENT_TAIL,
-                "tol": "auto",
                 "n_pure_sources": None if source_split else PURE_SOURCES,
                 **nrde_params,
             }
