@@ -185,7 +185,6 @@ def test_a_column_at_its_centre_in_most_rows_does_not_blind_the_relations() -> N
     assert abs(t[0, 1]) > 8.0  # the shrinkage's share of the variances makes it 13 sd, not 50
 
 
-
 def test_a_drawn_fill_has_the_conditional_mean_and_spread() -> None:
     """Filled with an ``rng``, a missing cell is a draw from its conditional Gaussian: for unit
     variances and correlation 0.8, given x1 = 1 the second cell has mean 0.8 and sd 0.6 (the

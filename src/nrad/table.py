@@ -541,8 +541,8 @@ def fit_table(
     if enc.numeric.shape[1]:
         # Dequantized values (integers spread over their unit cell) train the flows; scoring
         # reads the values as they are.  Absent cells are filled with random observed values
-        # for the principal basis and the robust Gaussians, then (below) at their conditional
-        # means for the flows.
+        # for the principal basis and the robust Gaussians, then (below) drawn from their
+        # conditional distribution for the flows.
         y = numeric.shape(dequantize(enc.numeric, numeric.discrete, rng))
         z = hot_deck(model.numeric_z(y, codes)[0], rng)
         # Rows with a value far from its context's typical ones (a 30x amount,
