@@ -20,12 +20,8 @@ import itertools
 import os
 
 import numpy as np
+from probe_density_parts import standardized  # the fusion's scale, as the probe computed it
 from sklearn.metrics import roc_auc_score
-
-
-def standardized(train: np.ndarray, test: np.ndarray) -> np.ndarray:
-    q1, med, q3 = np.percentile(train, [25, 50, 75], axis=0)
-    return (test - med) / np.maximum(q3 - q1, 1e-12)
 
 
 def load(folder: str) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:

@@ -79,6 +79,12 @@ def parts_of(
     return parts, model.members(z, folds)
 
 
+def standardized(train: np.ndarray, test: np.ndarray) -> np.ndarray:
+    """Each column of ``test`` minus the median of ``train``'s over its IQR (the fusion's scale)."""
+    q1, med, q3 = np.percentile(train, [25, 50, 75], axis=0)
+    return (test - med) / np.maximum(q3 - q1, 1e-12)
+
+
 def fused(
     y: np.ndarray,
     dens_tr: np.ndarray,
@@ -88,8 +94,7 @@ def fused(
     use: tuple[int, ...] = (0, 1, 2, 3),
 ) -> float:
     train, test = np.column_stack([dens_tr, members_tr]), np.column_stack([dens_te, members_te])
-    q1, med, q3 = np.percentile(train, [25, 50, 75], axis=0)
-    return float(roc_auc_score(y, ((test - med) / np.maximum(q3 - q1, 1e-12))[:, list(use)].sum(1)))
+    return float(roc_auc_score(y, standardized(train, test)[:, list(use)].sum(1)))
 
 
 def run(path: object, name: str, setting: str, seed: int, variant: str, dump: str | None) -> str:

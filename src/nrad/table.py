@@ -544,7 +544,8 @@ def fit_table(
         # for the principal basis and the robust Gaussians, then (below) drawn from their
         # conditional distribution for the flows.
         y = numeric.shape(dequantize(enc.numeric, numeric.discrete, rng))
-        z = hot_deck(model.numeric_z(y, codes)[0], rng)
+        absent = model.numeric_z(y, codes)[0]
+        z = hot_deck(absent, rng)
         # Rows with a value far from its context's typical ones (a 30x amount,
         # an age of 999) do not train the flows: a flow fitted on a few of
         # them learns density where they cluster, and then scores the next
@@ -555,7 +556,6 @@ def fit_table(
         width = flow_width(z.shape[1], per_flow)
         if width and width < z.shape[1] or z.shape[1] > MAX_CELL_FEATURES:
             model.basis, model.residual_variance = _principal_basis(z[inside], width or MAX_FLOW_FEATURES)
-        absent = model.numeric_z(y, codes)[0]
         model.gaussians = _fit_gaussians(model, z, absent, inside, random_state)
         # The flows learn absent cells (missing, or at their column's spike) drawn from their
         # conditional distribution given the row's present numbers: as spread as the values they
