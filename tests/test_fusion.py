@@ -83,6 +83,35 @@ def test_fused_scale_is_each_members_median_and_iqr() -> None:
     assert MEMBERS == ("density", "neighbours", "isolation", "robust distance")
 
 
+def test_new_rows_are_scored_by_the_density_and_neighbours_alone() -> None:
+    rng = np.random.default_rng(0)
+    fusion = Fusion([], [], np.zeros(4), np.ones(4))
+    density, members = rng.normal(size=200), rng.normal(size=(200, 3))
+    fusion.calibrate(density, members)
+    new = fusion.combine(density, members, new_rows=True)
+    standardized = (np.column_stack([density, members]) - fusion.center) / fusion.spread
+    np.testing.assert_allclose(new, standardized[:, :2].sum(axis=1))
+    np.testing.assert_allclose(fusion.combine(density, members), standardized.sum(axis=1))
+    # The isolation and robust-distance scores do not move a new row's score.
+    moved = members + np.c_[np.zeros(200), rng.normal(size=(200, 2))]
+    np.testing.assert_allclose(fusion.combine(density, moved, new_rows=True), new)
+
+
+def test_new_rows_p_values_are_read_off_tails_of_their_own_score() -> None:
+    rng = np.random.default_rng(1)
+
+    def rows(n: int) -> pd.DataFrame:
+        a = rng.normal(size=n)
+        return pd.DataFrame({"a": a, "b": a + rng.normal(scale=0.5, size=n), "c": rng.exponential(size=n)})
+
+    model = fit_table(rows(1000), max_epochs=30)
+    scores = model.score(rows(2000), explain="none")[0]["anomaly_score"].to_numpy()
+    # Fresh rows of the same kind: their scores' p-values off the new-row tails are uniform.
+    p = np.exp(model.tails.row.log_p_values(scores))
+    assert 0.15 <= np.mean(p <= 0.2) <= 0.25
+    assert 0.03 <= np.mean(p <= 0.05) <= 0.08
+
+
 @pytest.fixture(scope="module")
 def table() -> pd.DataFrame:
     rng = np.random.default_rng(0)

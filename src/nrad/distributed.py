@@ -177,7 +177,7 @@ def score_to_parquet(
         _restore_torch_threads(torch_threads)
     # Partition indexes restart per file or block: there are no global row numbers to show.
     return Outcome(top.reset_index(drop=True), {}, rule.describe(), [out], None, notes_for(model), n_rows,
-                   n_flagged, row_numbers=False, units=model.score_units)  # fmt: skip
+                   n_flagged, row_numbers=False, units=model.score_units())  # fmt: skip
 
 
 def _strongest(scored: Any) -> pd.DataFrame:

@@ -35,6 +35,13 @@ from nrad.neighbours import NeighbourSearch
 #: The members, in the order of ``center`` and ``spread``: the density, the two fitted here, and
 #: the robust Gaussian distance (:mod:`nrad.gaussian`, which the table model holds).
 MEMBERS = ("density", "neighbours", "isolation", "robust distance")
+#: The members that score rows which are not in the training table.  The isolation forest and the
+#: robust distance are there for a table scored against itself: its anomalies are among the rows
+#: the other members learn from, and a cluster of them vouches for each of its rows as neighbours
+#: (masking), which subsampled trees and a robust fit resist.  A new row is not among the rows
+#: learnt from, so nothing of its own masks it, and the two coarser members only blur the density
+#: and the neighbours (docs/method.md, section 12).
+NEW_ROW_MEMBERS = ("density", "neighbours")
 #: A row's neighbour score is its distance to the K-th nearest reference row (PyOD's KNN default).
 N_NEIGHBORS = 5
 #: Neighbour distances below this (duplicate rows) count as this (their log stays finite).
@@ -228,13 +235,21 @@ class Fusion:
                 out[rows] = self._fold_members(k, z[rows])
         return out
 
+    def neighbours(self, z: np.ndarray) -> np.ndarray:
+        """New rows' neighbour scores alone (the mean over folds, as :meth:`members` gives them)."""
+        if len(z) == 0:
+            return np.empty(0)
+        return np.mean([self._log_distance(k, z) for k in range(len(self.references))], axis=0)
+
     def _fold_members(self, k: int, z: np.ndarray) -> np.ndarray:
+        return np.column_stack([self._log_distance(k, z), self.forests[k].score(z)])
+
+    def _log_distance(self, k: int, z: np.ndarray) -> np.ndarray:
         # The neighbour score on a log scale: d log r_k is the k-NN density estimate's own
         # negative log-density (up to a constant), the density member's unit, and its tail is
         # exponential where the raw distance's is heavy (on heavy-tailed columns),
         # which the p-values' tail model needs (nrad.calibration).
-        distance = self._neighbour_distance(k, z)
-        return np.column_stack([np.log(np.maximum(distance, MIN_DISTANCE)), self.forests[k].score(z)])
+        return np.log(np.maximum(self._neighbour_distance(k, z), MIN_DISTANCE))
 
     def _neighbour_distance(self, k: int, z: np.ndarray) -> np.ndarray:
         """Distance of each row to its ``N_NEIGHBORS``-th nearest reference row of fold ``k``
@@ -256,10 +271,13 @@ class Fusion:
             # A member whose training scores barely spread (ties) counts on the scale of its sd.
             self.spread[m] = high - low if high > low else max(float(np.std(scores)), 1e-12)
 
-    def combine(self, density: np.ndarray, members: np.ndarray) -> np.ndarray:
-        """The fused score: the sum of the members' standardized scores."""
-        parts = np.column_stack([density, members])
-        return ((parts - self.center) / self.spread).sum(axis=1)
+    def combine(self, density: np.ndarray, members: np.ndarray, new_rows: bool = False) -> np.ndarray:
+        """The fused score: the sum of the members' standardized scores (``NEW_ROW_MEMBERS`` only
+        for ``new_rows``: rows that are not in the training table)."""
+        parts = (np.column_stack([density, members]) - self.center) / self.spread
+        if new_rows:
+            parts = parts[:, [MEMBERS.index(m) for m in NEW_ROW_MEMBERS]]
+        return parts.sum(axis=1)
 
     def to_state(self, prefix: str) -> tuple[dict[str, list[float]], dict[str, np.ndarray]]:
         """(JSON-able scale, arrays) for the model file."""

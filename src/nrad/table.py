@@ -56,7 +56,7 @@ from nrad.errors import NradError
 from nrad.evidence import ChannelTails, distance_statistic, row_p_values
 from nrad.explain import TOP_FEATURES, column_handling, describe, repair
 from nrad.flags import FlagRule
-from nrad.fusion import Fusion
+from nrad.fusion import MEMBERS, NEW_ROW_MEMBERS, Fusion
 from nrad.gaussian import READINGS, Relations, RobustGaussian, fit_per_fold, hot_deck, spread_levels
 from nrad.identities import Identities
 from nrad.nrde import NRDE, fit_together
@@ -144,12 +144,13 @@ class TableModel:
     #: (see :class:`ChannelTails`).  Only for the table just fitted; not saved.
     own_tails: ChannelTails | None = field(default=None, repr=False)
 
-    @property
-    def score_units(self) -> str:
-        """What one unit of ``anomaly_score`` is, in words (for the tables and the report)."""
+    def score_units(self, in_sample: bool = False) -> str:
+        """What one unit of ``anomaly_score`` is, in words (for the tables and the report);
+        ``in_sample``: of the training rows themselves (``nrad detect``), else of new rows."""
         if self.fusion is None:
             return "nats: 1 more = e times rarer"
-        return "density + neighbour + isolation scores, in IQRs; 0 = typical"
+        members = MEMBERS if in_sample else NEW_ROW_MEMBERS
+        return f"{' + '.join(members)} scores, in IQRs; 0 = typical"
 
     # -- reading rows --------------------------------------------------------
 
@@ -188,11 +189,17 @@ class TableModel:
         density, z, terms = self.density_prepared(prep, folds)
         if self.fusion is None:
             return density, density, z, terms
-        return self.fusion.combine(density, self.members(z, folds)), density, z, terms
+        return self.fusion.combine(density, self.members(z, folds), new_rows=folds is None), density, z, terms
 
     def members(self, z: np.ndarray, folds: np.ndarray | None = None) -> np.ndarray:
-        """(n, 3) neighbour, isolation and robust-distance scores of the flows' numbers ``z``."""
+        """(n, 3) neighbour, isolation and robust-distance scores of the flows' numbers ``z``; for
+        new rows (``folds`` None) only those they are scored by (``NEW_ROW_MEMBERS``), NaN for the
+        others."""
         assert self.fusion is not None
+        if folds is None:
+            out = np.full((len(z), len(MEMBERS) - 1), np.nan)
+            out[:, MEMBERS.index("neighbours") - 1] = self.fusion.neighbours(z)
+            return out
         return np.column_stack([self.fusion.members(z, folds), self.gaussian_distance(z, folds)])
 
     def per_fold(
@@ -621,7 +628,12 @@ def fit_table(
         model.fusion.calibrate(density, members)
         scores = model.fusion.combine(density, members)
     fused = model.fusion is not None
-    model.tails = ChannelTails.fit(scores, density if fused else None, distances, residuals, values, spread)
+    # New rows are scored by the members of NEW_ROW_MEMBERS: their tails are those members' sum for
+    # the training rows (each read by the part of the model that did not see it, as a new row is).
+    new_scores = model.fusion.combine(density, members, new_rows=True) if fused else scores
+    model.tails = ChannelTails.fit(
+        new_scores, density if fused else None, distances, residuals, values, spread
+    )
     # The table scored against itself holds its anomalies: each channel's own tail leaves its top
     # scores out (see ChannelTails.fit).  A small table (FOLD_BANDS' first band) has flows learned
     # from a few hundred rows each, whose density of unseen rows is heavier-tailed.

@@ -138,7 +138,7 @@ def score_data(
             *nothing_flagged_note(rule, top_p, result.n_rows, result.n_flagged),
         ]
         return Outcome(result.top, result.counts, rule.describe(), [Path(out)], None, notes,
-                       result.n_rows, result.n_flagged, units=model.score_units)  # fmt: skip
+                       result.n_rows, result.n_flagged, units=model.score_units())  # fmt: skip
     df = data if isinstance(data, pd.DataFrame) else read_table(data)
     labels = None
     if label_column is not None:
@@ -164,14 +164,16 @@ def score_data(
         from nrad.report import build_report_data, write_report
 
         progress("writing the report")
-        data_obj = build_report_data(model, scored, counts, rule.describe(), labels=labels, notes=notes)
+        data_obj = build_report_data(
+            model, scored, counts, rule.describe(), labels=labels, notes=notes, in_sample=in_sample
+        )
         written.append(write_report(data_obj, report))
     auroc = None
     if labels is not None and 0 < labels.sum() < len(labels):
         from sklearn.metrics import roc_auc_score
 
         auroc = float(roc_auc_score(labels, scored["anomaly_score"]))
-    return Outcome(scored, counts, rule.describe(), written, auroc, notes, units=model.score_units)
+    return Outcome(scored, counts, rule.describe(), written, auroc, notes, units=model.score_units(in_sample))
 
 
 def score_model_file(

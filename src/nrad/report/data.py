@@ -42,6 +42,7 @@ def build_report_data(
     title: str = "nrad anomaly report",
     labels: np.ndarray | None = None,
     notes: list[str] | None = None,
+    in_sample: bool = False,
 ) -> ReportData:
     flagged = scored[scored["flagged"]]
     flagged = flagged.iloc[strongest_first(flagged)]
@@ -62,5 +63,5 @@ def build_report_data(
         noise_sources=[int(i) for i in model.detectors[0].noise_sources_] if model.detectors else [],
         labels=labels,
         notes=list(notes or []),
-        units=model.score_units,
+        units=model.score_units(in_sample),
     )
