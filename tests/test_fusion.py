@@ -144,6 +144,9 @@ def test_the_table_model_fuses_by_default_and_nrde_is_one_argument_away(
     assert all(first_feature(scored.loc[r, "top_features"]) in {"a", "b"} for r in top)
     with pytest.raises(Exception, match="detector must be one of"):
         fit_table(table, detector="knn")
+    # The units printed beside the scores name the members each way of scoring sums.
+    assert "isolation" in fused.score_units(in_sample=True) and "isolation" not in fused.score_units()
+    assert density.score_units() == density.score_units(in_sample=True)
 
 
 def test_fused_model_file_round_trip_and_tampered_members(
