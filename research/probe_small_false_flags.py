@@ -1,7 +1,8 @@
-"""What flags rows of small clean tables scored against themselves (``nrad detect``)?
+"""What flags rows of small clean tables scored against themselves (``nrad detect``), or against a
+model fitted on a clean twin (``--mode fit``: ``nrad fit`` + ``nrad score``)?
 
 For each clean-table generator of ``benchmarks/fdr.py`` at the sizes and seeds given, fits the
-table model on the table itself, as ``benchmarks/fdr.py`` does, and for every row flagged at
+table model as ``benchmarks/fdr.py`` does, and for every row flagged at
 q = 0.1 prints its channels' p-values (:func:`probe_channels.channels`: row score, density, robust
 distance, smallest numeric cell, smallest categorical cell), the test that decided, and how many
 of the table's rows share the row's rarest category level: every flag here is false.
@@ -9,6 +10,7 @@ of the table's rows share the row's rarest category level: every flag here is fa
 Usage::
 
     python research/probe_small_false_flags.py --rows 150,500 --seeds 0-4
+    python research/probe_small_false_flags.py --mode fit --nulls shipments --rows 150 --seeds 0
 """
 
 from __future__ import annotations
@@ -50,14 +52,16 @@ def main() -> None:
     parser.add_argument("--rows", default="150,500")
     parser.add_argument("--seeds", default="0-4")
     parser.add_argument("--nulls", default=",".join(fdr.NULLS))
+    parser.add_argument("--mode", choices=("detect", "fit"), default="detect")
     args = parser.parse_args()
     pd.set_option("display.width", 200)
     for name in args.nulls.split(","):
         for rows in (int(r) for r in args.rows.split(",")):
             for seed in parse_seeds(args.seeds):
                 df = fdr.NULLS[name](rows, 10_000 + seed)
-                model = fit_table(df, random_state=seed)
-                out = channels(model, df, in_sample=True)
+                in_sample = args.mode == "detect"
+                model = fit_table(df if in_sample else fdr.NULLS[name](rows, 20_000 + seed), random_state=seed)
+                out = channels(model, df, in_sample=in_sample)
                 flagged = np.flatnonzero(benjamini_hochberg(out["p"].to_numpy(), 0.1))
                 if not len(flagged):
                     continue
