@@ -7,8 +7,8 @@ Gaussian numbers with a few categories; ``nrad.synthetic``), once with
 ``detector="fused"`` (the default) and once with ``detector="nrde"``, then
 scores ``--score-rows`` rows (the table tiled) in memory with each, one
 after the other in the same run, so the ratios compare like with like.
-Also prints where the fused model's scoring time goes (density, neighbour
-and isolation members) and the model files' sizes.  Run it on an otherwise
+Also prints where the fused model's scoring time goes (the density and the
+neighbour members, which new rows are scored by) and the model files' sizes.  Run it on an otherwise
 idle machine, or pass ``--busy`` to run it beside one CPU-bound process.
 """
 
@@ -74,12 +74,10 @@ def main() -> None:
         start = time.perf_counter()
         _, z, _ = model.density_prepared(prep)
         density_s = time.perf_counter() - start
-        fusion, parts = model.fusion, {}
-        for name, member in (("neighbour", fusion._neighbour_distance), ("isolation", None)):
-            start = time.perf_counter()
-            for k in range(len(fusion.forests)):
-                member(k, z) if member is not None else fusion.forests[k].score(z)
-            parts[name] = time.perf_counter() - start
+        # New rows are scored by the density and the neighbours (nrad.fusion.NEW_ROW_MEMBERS).
+        start = time.perf_counter()
+        model.fusion.neighbours(z)
+        parts = {"neighbour": time.perf_counter() - start}
     total = density_s + sum(parts.values())
     print(f"fused / nrde scoring rows/s: {rates['fused'] / rates['nrde']:.2f}")
     print("fused scoring time by member: " + ", ".join(

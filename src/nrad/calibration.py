@@ -246,11 +246,13 @@ class TailModel:
         else:
             below = np.searchsorted(self.knots, s, side="right") - 1
             count = np.where(below >= 0, self.at_least[np.maximum(below, 0)], float(self.n))
-        body = np.log((1.0 + count) / (self.n + 1.0))
-        if self.n_tail == 0:
-            return body
-        tail = np.minimum(np.log(self.lift) + self._log_tail(s), 0.0)
-        return np.where(s > self.threshold, tail, body)
+        out = np.asarray(np.log((1.0 + count) / (self.n + 1.0)), dtype=np.float64)
+        above = s > self.threshold
+        if self.n_tail and above.any():
+            # Only scores past the threshold are read off the tail (a mixture over shapes, the
+            # costly part of scoring many rows); the rest keep their counts.
+            out[above] = np.minimum(np.log(self.lift) + self._log_tail(s[above]), 0.0)
+        return out
 
     def to_state(self, prefix: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """(JSON-able numbers, arrays) for the model file."""
