@@ -180,3 +180,18 @@ def test_in_sample_a_cluster_standing_apart_stays_out_of_the_tail_whole() -> Non
         assert np.median(tail.p_values(cluster)) < 2e-4, seed
         clean = TailModel.fit(rng.exponential(size=3000), DISTANCE_TRIM, CELL_MAX_SHAPE)
         assert clean.n_trimmed <= 2, seed
+
+
+def test_scores_below_the_threshold_keep_their_counts_and_above_it_read_the_tail() -> None:
+    rng = np.random.default_rng(3)
+    calib = rng.exponential(size=800) ** 1.3
+    tail = TailModel.fit(calib)
+    assert len(tail.knots) == tail.n  # every calibration score a knot: the counts are exact
+    scores = np.r_[rng.exponential(size=500) ** 1.3, 40.0, 400.0, np.nan].reshape(-1, 1)
+    got = tail.log_p_values(scores)
+    assert got.shape == scores.shape
+    counts = (calib[None, :] >= scores).sum(axis=1, keepdims=True)
+    body = np.log((1.0 + counts) / (tail.n + 1.0))
+    far = np.minimum(np.log(tail.lift) + tail._log_tail(scores), 0.0)
+    np.testing.assert_allclose(got, np.where(scores > tail.threshold, far, body))
+    assert (scores > tail.threshold).sum() > 10 and got[-2, 0] < got[-3, 0] < np.log(1 / (tail.n + 1))
