@@ -8,8 +8,9 @@ Gaussian numbers with a few categories; ``nrad.synthetic``), once with
 scores ``--score-rows`` rows (the table tiled) in memory with each, one
 after the other in the same run, so the ratios compare like with like.
 Also prints where the fused model's scoring time goes (the density and the
-neighbour members, which new rows are scored by) and the model files' sizes.  Run it on an otherwise
-idle machine, or pass ``--busy`` to run it beside one CPU-bound process.
+neighbour members, which new rows are scored by) and the model files'
+sizes.  Run it on an otherwise idle machine, or pass ``--busy`` to run it
+beside one CPU-bound process.
 """
 
 from __future__ import annotations

@@ -162,7 +162,8 @@ SplitOpt = Annotated[
 NoExplainOpt = Annotated[bool, typer.Option("--no-explain", help="Same as --explain none.")]
 DetectorOpt = Annotated[
     str,
-    typer.Option(help="'fused' (default): the table's density plus neighbour and isolation scores; "
+    typer.Option(help="'fused' (default): the table's density plus neighbour, isolation and "
+                 "robust-distance scores (new rows, scored by 'nrad score': plus neighbour scores); "
                  "'nrde': the density alone (NRDE's flows with the category model)."),
 ]  # fmt: skip
 

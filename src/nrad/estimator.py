@@ -29,8 +29,9 @@ class TableDetector(OutlierMixin, BaseEstimator):
     Parameters
     ----------
     detector : {"fused", "nrde"}, default="fused"
-        ``"fused"``: the density fused with neighbour and isolation scores
-        (what the command line uses); ``"nrde"``: the density alone.
+        ``"fused"``: the density fused with neighbour, isolation and
+        robust-distance scores (new rows: with neighbour scores alone; what the
+        command line uses); ``"nrde"``: the density alone.
     fdr : float, default=0.05
         False discovery rate of ``predict`` (Benjamini-Hochberg over the rows given).
     id_column : str or None, default=None

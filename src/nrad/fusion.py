@@ -19,8 +19,10 @@ clipped, missing cells filled), so columns in different units weigh alike.
 Each member's score is put on a common scale without labels: minus the
 median, over the interquartile range, of its out-of-fold scores of the
 training rows (a few anomalies among those rows move neither).  The fused
-score is the sum of the three: 0 for a row typical by all three, and each
-unit one IQR of typical rows' scores of one member.
+score is the sum of the members (with the table model's robust distance,
+four; a new row, not in the training table, sums ``NEW_ROW_MEMBERS``): 0
+for a row typical by all of them, and each unit one IQR of typical rows'
+scores of one member.
 """
 
 from __future__ import annotations

@@ -13,8 +13,10 @@ values, and *that* they are missing is a category of its own (``amount``
 missing in 2% of training rows costs about 4 nats).  Scores are in nats:
 one nat more is a row e (2.7) times less likely.  By default
 (``detector="fused"``) the anomaly score is this density score fused with a
-neighbour and an isolation score of the same numbers (:mod:`nrad.fusion`),
-cross-fitted like the flows; explanations read the density score.
+neighbour, an isolation and a robust-distance score of the same numbers
+(:mod:`nrad.fusion`), cross-fitted like the flows; new rows (not the
+training table itself) with the neighbour score alone.  Explanations read
+the density score.
 
 ``fit_table`` learns everything from a training table; ``TableModel.score``
 returns one row per input row, in input order, with ``anomaly_score``,
