@@ -191,17 +191,16 @@ class TableModel:
         density, z, terms = self.density_prepared(prep, folds)
         if self.fusion is None:
             return density, density, z, terms
-        return self.fusion.combine(density, self.members(z, folds), new_rows=folds is None), density, z, terms
+        if folds is not None:
+            return self.fusion.combine(density, self.members(z, folds)), density, z, terms
+        # New rows sum NEW_ROW_MEMBERS alone: the other members are not computed for them.
+        members = np.full((len(z), len(MEMBERS) - 1), np.nan)
+        members[:, MEMBERS.index("neighbours") - 1] = self.fusion.neighbours(z)
+        return self.fusion.combine(density, members, new_rows=True), density, z, terms
 
     def members(self, z: np.ndarray, folds: np.ndarray | None = None) -> np.ndarray:
-        """(n, 3) neighbour, isolation and robust-distance scores of the flows' numbers ``z``; for
-        new rows (``folds`` None) only those they are scored by (``NEW_ROW_MEMBERS``), NaN for the
-        others."""
+        """(n, 3) neighbour, isolation and robust-distance scores of the flows' numbers ``z``."""
         assert self.fusion is not None
-        if folds is None:
-            out = np.full((len(z), len(MEMBERS) - 1), np.nan)
-            out[:, MEMBERS.index("neighbours") - 1] = self.fusion.neighbours(z)
-            return out
         return np.column_stack([self.fusion.members(z, folds), self.gaussian_distance(z, folds)])
 
     def per_fold(
