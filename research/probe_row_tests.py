@@ -5,7 +5,7 @@ combination of its row-level tests (the anomaly score, the density, the
 robust distance) and its cells' tests (docs/method.md, section 13).  For
 each planted row (and any ``--rows`` given) this prints whether it was
 flagged at q = 0.1, its p-value and rank, and its three strongest tests:
-name, raw p-value and p-value over its weight.  With ``--cells ROWS`` it
+name, raw p-value and p-value over its weight; then every false flag the same way.  With ``--cells ROWS`` it
 also prints those rows' numeric cells' three tests (residual given the
 row, value in context, value in its column).
 
@@ -66,6 +66,8 @@ def main() -> None:
     print("weights:", ", ".join(f"{n} {w:.3g}" for n, w in zip(names, weights, strict=True)))
     extra = [int(r) for r in args.rows.split(",") if r]
     shown = [(r, "(asked)") for r in extra] + list(zip(table.truth["row"], table.truth["kind"], strict=True))
+    planted = set(table.truth["row"].tolist())
+    shown += [(int(r), "(false flag)") for r in np.flatnonzero(flagged) if int(r) not in planted]
     score = scored["anomaly_score"].to_numpy()
     for row, kind in shown:
         weighted = log_p[row] - np.log(weights)

@@ -261,3 +261,20 @@ def test_new_values_of_a_column_seen_non_zero_three_times_are_read_by_their_pred
     sheds = new.index[new["shed_area"] > 0]
     assert len(sheds) == 5 and not scored.loc[sheds, "flagged"].any()
     assert scored.loc[0, "flagged"]
+
+
+def test_rows_apart_are_a_cluster_only_when_alike() -> None:
+    # A broken batch: twenty rows alike, far from the rest.  Heavy-tailed extremes: a few rows far
+    # out in different directions, each nearer the bulk than the next extreme.
+    from nrad.table import _a_cluster
+
+    rng = np.random.default_rng(0)
+    bulk = rng.normal(size=(2000, 4))
+    batch = np.vstack([bulk, 6.0 + 0.1 * rng.normal(size=(20, 4))])
+    apart = np.r_[np.zeros(2000, bool), np.ones(20, bool)]
+    assert _a_cluster(apart, batch, rng)
+    directions = np.eye(4)[:3] * np.array([[9.0], [-12.0], [15.0]])
+    extremes = np.vstack([bulk, directions])
+    apart = np.r_[np.zeros(2000, bool), np.ones(3, bool)]
+    assert not _a_cluster(apart, extremes, rng)
+    assert not _a_cluster(np.r_[np.zeros(2000, bool), True], np.vstack([bulk, [[20.0, 0, 0, 0]]]), rng)

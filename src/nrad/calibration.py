@@ -58,12 +58,11 @@ MAX_TAIL = 2000
 #: most anomalies a user's table is expected to hold spread along the tail; a robust distance:
 #: also a cluster of up to a quarter of the rows standing apart.
 SCORE_TRIM = (0.02, 0.02)
-#: The density score in nats (a negative log-likelihood) has a near-exponential upper tail: the
-#: heaviest shape its in-sample fits on a large table may take (a heavier one lets the table put
-#: its trimmed anomalies back: a broken batch of 20 rows in 3,000 went unflagged in one of five
-#: tables at 0.25).  On a small table, and fitted on calibration rows believed normal, it takes
-#: up to MAX_SHAPE: flows learned from a few hundred rows give rows they did not see a
-#: heavier-tailed density (research/notes.md, sections 26 and 33).
+#: The heaviest shape the density score's (nats) in-sample tail may take on a table of 1,000 rows
+#: or more where a cluster of rows stands apart in the robust distance: a heavier one lets the
+#: table put that cluster back into its tail (a broken batch of 20 rows in 3,000 went unflagged at
+#: 0.25).  Elsewhere it takes up to MAX_SHAPE: the density flows give rows they did not see is
+#: heavier-tailed on tables with heavy-tailed columns (research/notes.md, sections 26, 33, 36).
 DENSITY_MAX_SHAPE = 0.1
 DISTANCE_TRIM = (0.0, 0.25)
 MIN_FITTED = 10

@@ -55,16 +55,17 @@ class ChannelTails:
     density leave out their top 2% at first (``SCORE_TRIM``); the robust
     distance also a cluster above a gap (``DISTANCE_TRIM``: a broken batch
     that the density learns as normal stands apart there); each cell its
-    top 1% (``CELL_TRIM``).  The density's tail in nats is near-exponential
-    on a large table (``DENSITY_MAX_SHAPE`` in sample), the fused score's
-    heavier (the neighbour member's long tail): a row far out in density
-    reaches a small p-value that the fused score's tail would not give it.
-    Fitted on rows believed normal, or in sample on a small table, the
-    density's tail may be as heavy as the fused score's (``MAX_SHAPE``): the
-    density a small table's flows give rows they did not see (in sample:
-    every row) is heavier-tailed, and a bound of 0.1 flagged the top rows of
-    a fifth of clean 500-row tables scored against themselves
-    (research/notes.md, section 33).
+    top 1% (``CELL_TRIM``).  The density's tail in nats may be as heavy as
+    the fused score's (``MAX_SHAPE``): the density flows give rows they did
+    not see (in sample: every row) is heavier-tailed than exponential on
+    tables with heavy-tailed columns, and a bound of 0.1 there flagged the
+    top rows of a fifth of clean 500-row tables and of many clean 3,000-row
+    tables scored against themselves (research/notes.md, sections 33 and
+    36).  In sample it keeps the light bound ``DENSITY_MAX_SHAPE`` when a
+    cluster of rows stands apart in the robust distance and is no segment
+    (``apart``): a broken batch that the density ranks at its top but not
+    far beyond the rest would be put back into a heavier tail and go
+    unflagged, while with the light bound it is flagged.
     """
 
     row: TailModel
@@ -84,12 +85,14 @@ class ChannelTails:
         in_sample: bool = False,
         cluster: bool = True,
         small: bool = False,
+        apart: bool = False,
     ) -> ChannelTails:
         """From the training rows' out-of-fold statistics (None: no such channel).  ``cluster``:
         in sample, the distance's tail may leave out a cluster standing apart (False: the rows
         apart are a segment of the table, and only the top scores are left out, as a row score's).
-        ``small``: the statistics are a small table's (its flows learned from a few hundred rows)."""
-        light = in_sample and not small
+        ``small``: the statistics are a small table's (its flows learned from a few hundred rows).
+        ``apart``: a cluster of rows, no segment, stands apart in the robust distance."""
+        light = in_sample and apart and not small
         trim = (lambda share: share) if in_sample else (lambda share: None)  # noqa: E731
         return cls(
             TailModel.fit(scores, trim(SCORE_TRIM)),

@@ -545,7 +545,7 @@ def fit_table(
     n_folds = cross_fit_folds(len(features))
     model.folds = rng.permutation(len(features)) % n_folds
     prep = Prepared(numeric.shape(enc.numeric), codes, enc.counts, enc.missing)
-    distances, spread, segment = None, None, False
+    distances, spread, segment, batch = None, None, False, False
     if enc.numeric.shape[1]:
         # Dequantized values (integers spread over their unit cell) train the flows; scoring
         # reads the values as they are.  Absent cells are filled with random observed values
@@ -591,6 +591,7 @@ def fit_table(
         segment = _is_segment(apart, enc.codes)
         if not segment:
             inside &= ~apart
+            batch = _a_cluster(apart, filled, np.random.default_rng(random_state + 3))
         if z.shape[1] <= MAX_CELL_FEATURES:
             model.relations = [
                 Relations.fit(model.reading(name, y, codes), model.folds, inside, random_state, name)
@@ -640,7 +641,7 @@ def fit_table(
     # from a few hundred rows each, whose density of unseen rows is heavier-tailed.
     model.own_tails = ChannelTails.fit(
         scores, density if fused else None, distances, residuals, values, spread, in_sample=True,
-        cluster=not segment, small=len(features) < FOLD_BANDS[0][0],
+        cluster=not segment, small=len(features) < FOLD_BANDS[0][0], apart=batch,
     )
     info.update(n_train_rows=len(features), preprocess_counts={**schema.counts, **enc.counts})
     return model
@@ -710,6 +711,40 @@ def _standing_apart(distances: np.ndarray) -> np.ndarray:
     if tail.n_trimmed:
         apart[np.argsort(-np.nan_to_num(distances, nan=-np.inf), kind="stable")[: tail.n_trimmed]] = True
     return apart
+
+
+#: Whether rows standing apart are a cluster is read on at most this many of them and this many
+#: of the other rows (random samples).
+CLUSTER_APART_ROWS = 500
+CLUSTER_OTHER_ROWS = 20_000
+
+
+def _a_cluster(apart: np.ndarray, z: np.ndarray, rng: np.random.Generator) -> bool:
+    """Whether the rows standing apart (``apart``, see :func:`_standing_apart`) are a cluster: in
+    the median, each lies nearer to another of them than to any other row (``z``: the numbers the
+    distances were read on).
+
+    A broken batch is: its rows are alike, and unlike the rest.  The one to three rows that a
+    clean table with heavy-tailed columns has standing apart are not: its extremes lie in
+    different directions, each nearer the bulk than the next extreme.  Only a cluster keeps the
+    density's in-sample tail light (:class:`nrad.evidence.ChannelTails`, ``apart``); natural
+    extremes read against a light tail were flagged in many clean tables (research/notes.md,
+    section 36).
+    """
+    from sklearn.neighbors import NearestNeighbors
+
+    rows, others = np.flatnonzero(apart), np.flatnonzero(~apart)
+    if len(rows) < 2:
+        return False
+    if not len(others):
+        return True
+    if len(rows) > CLUSTER_APART_ROWS:
+        rows = rng.choice(rows, CLUSTER_APART_ROWS, replace=False)
+    if len(others) > CLUSTER_OTHER_ROWS:
+        others = rng.choice(others, CLUSTER_OTHER_ROWS, replace=False)
+    inner = NearestNeighbors(n_neighbors=2).fit(z[rows]).kneighbors(z[rows])[0][:, 1]
+    outer = NearestNeighbors(n_neighbors=1).fit(z[others]).kneighbors(z[rows])[0][:, 0]
+    return bool(np.median(inner) < np.median(outer))
 
 
 #: A level most of whose rows stand apart (at least this share of them, and this many rows) ...
