@@ -61,8 +61,9 @@ SCORE_TRIM = (0.02, 0.02)
 #: The heaviest shape the density score's (nats) in-sample tail may take on a table of 1,000 rows
 #: or more where a cluster of rows stands apart in the robust distance: a heavier one lets the
 #: table put that cluster back into its tail (a broken batch of 20 rows in 3,000 went unflagged at
-#: 0.25).  Elsewhere it takes up to MAX_SHAPE: the density flows give rows they did not see is
-#: heavier-tailed on tables with heavy-tailed columns (research/notes.md, sections 26, 33, 36).
+#: 0.25).  Elsewhere it takes up to MAX_SHAPE: the density that flows give rows they did not see
+#: is heavier-tailed on small tables and on tables with heavy-tailed columns (research/notes.md,
+#: sections 26, 33 and 36).
 DENSITY_MAX_SHAPE = 0.1
 DISTANCE_TRIM = (0.0, 0.25)
 MIN_FITTED = 10

@@ -56,15 +56,16 @@ class ChannelTails:
     distance also a cluster above a gap (``DISTANCE_TRIM``: a broken batch
     that the density learns as normal stands apart there); each cell its
     top 1% (``CELL_TRIM``).  The density's tail in nats may be as heavy as
-    the fused score's (``MAX_SHAPE``): the density flows give rows they did
-    not see (in sample: every row) is heavier-tailed than exponential on
-    tables with heavy-tailed columns, and a bound of 0.1 there flagged the
-    top rows of a fifth of clean 500-row tables and of many clean 3,000-row
-    tables scored against themselves (research/notes.md, sections 33 and
-    36).  In sample it keeps the light bound ``DENSITY_MAX_SHAPE`` when a
-    cluster of rows stands apart in the robust distance and is no segment
-    (``apart``): a broken batch that the density ranks at its top but not
-    far beyond the rest would be put back into a heavier tail and go
+    the fused score's (``MAX_SHAPE``): the density that flows give rows
+    they did not see (in sample: every row) is heavier-tailed than
+    exponential on small tables and on tables with heavy-tailed columns,
+    and a bound of 0.1 there flagged the top rows of a fifth of clean
+    500-row tables and of many clean 3,000-row tables scored against
+    themselves (research/notes.md, sections 33 and 36).  In sample it keeps
+    the light bound ``DENSITY_MAX_SHAPE`` when a cluster of rows (no
+    segment) stands apart in the robust distance on a table of 1,000 rows or
+    more (``apart``): a broken batch that the density ranks at its top but
+    not far beyond the rest would be put back into a heavier tail and go
     unflagged, while with the light bound it is flagged.
     """
 
