@@ -26,6 +26,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -99,27 +100,36 @@ def one_table(
 ) -> list[dict[str, Any]]:
     work = Path(tempfile.mkdtemp(prefix="nrad-main-job-")) if keep is None else keep / f"{family}-{seed}"
     work.mkdir(parents=True, exist_ok=True)
-    table = make(family, rows, 20, 1000 + seed)
-    make(family, rows, 0, 2000 + seed).frame.to_csv(work / "clean.csv", index=False)
-    table.frame.to_csv(work / "T.csv", index=False)
-    ident = IDS[family]
-    extra = ["--report", "a.html"] if report else []
-    runs = []
-    if "detect" in ways:
-        t_detect, m_detect = run(
-            ["detect", "T.csv", "--id-column", ident, "--fdr", "0.1", "--out", "a.csv", *extra, *options], work
-        )
-        runs.append(("detect", "a.csv", [t_detect], m_detect))
-    if "fit + score" in ways:
-        t_fit, m_fit = run(["fit", "clean.csv", "--id-column", ident, "--model", "m.nrad", *options], work)
-        t_score, m_score = run(["score", "T.csv", "--model", "m.nrad", "--fdr", "0.1", "--out", "b.csv"], work)
-        runs.append(("fit + score", "b.csv", [t_fit, t_score], max(m_fit, m_score)))
-    out = []
-    for way, name, secs, mem in runs:
-        scores = pd.read_csv(work / name, keep_default_na=False)
-        out.append({"family": family, "seed": seed, "way": way, **judge(scores, table.truth, table.rare),
-                    "seconds": round(sum(secs), 1), "peak_mib": round(mem)})  # fmt: skip
-    return out
+    try:
+        table = make(family, rows, 20, 1000 + seed)
+        make(family, rows, 0, 2000 + seed).frame.to_csv(work / "clean.csv", index=False)
+        table.frame.to_csv(work / "T.csv", index=False)
+        ident = IDS[family]
+        extra = ["--report", "a.html"] if report else []
+        runs = []
+        if "detect" in ways:
+            t_detect, m_detect = run(
+                ["detect", "T.csv", "--id-column", ident, "--fdr", "0.1", "--out", "a.csv", *extra, *options],
+                work,
+            )
+            runs.append(("detect", "a.csv", [t_detect], m_detect))
+        if "fit + score" in ways:
+            t_fit, m_fit = run(
+                ["fit", "clean.csv", "--id-column", ident, "--model", "m.nrad", *options], work
+            )
+            t_score, m_score = run(
+                ["score", "T.csv", "--model", "m.nrad", "--fdr", "0.1", "--out", "b.csv"], work
+            )
+            runs.append(("fit + score", "b.csv", [t_fit, t_score], max(m_fit, m_score)))
+        out = []
+        for way, name, secs, mem in runs:
+            scores = pd.read_csv(work / name, keep_default_na=False)
+            out.append({"family": family, "seed": seed, "way": way, **judge(scores, table.truth, table.rare),
+                        "seconds": round(sum(secs), 1), "peak_mib": round(mem)})  # fmt: skip
+        return out
+    finally:
+        if keep is None:  # the tables and outputs are read above; nothing is left behind
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def summary(path: Path) -> str:
