@@ -109,7 +109,7 @@ def numeric_rows(model: object, frame: object) -> np.ndarray:
     """The numbers the model's flows and members read (``z``), for in-memory kernel timings."""
     prep = model.prepare(frame)
     z, _ = model.numeric_z(prep.y, prep.codes)
-    return model.fill_missing(z)
+    return model.fill(z)
 
 
 def flow_flops_per_row(model: object, z: np.ndarray) -> float:
