@@ -638,7 +638,8 @@ def fit_table(
     )
     # The table scored against itself holds its anomalies: each channel's own tail leaves its top
     # scores out (see ChannelTails.fit).  A small table (FOLD_BANDS' first band) has flows learned
-    # from a few hundred rows each, whose density of unseen rows is heavier-tailed.
+    # from a few hundred rows each, whose density of unseen rows is heavier-tailed; only a cluster
+    # of rows standing apart (a broken batch, _a_cluster) keeps the density's tail light.
     model.own_tails = ChannelTails.fit(
         scores, density if fused else None, distances, residuals, values, spread, in_sample=True,
         cluster=not segment, small=len(features) < FOLD_BANDS[0][0], apart=batch,
@@ -724,9 +725,9 @@ def _a_cluster(apart: np.ndarray, z: np.ndarray, rng: np.random.Generator) -> bo
     the median, each lies nearer to another of them than to any other row (``z``: the numbers the
     distances were read on).
 
-    A broken batch is: its rows are alike, and unlike the rest.  The one to three rows that a
-    clean table with heavy-tailed columns has standing apart are not: its extremes lie in
-    different directions, each nearer the bulk than the next extreme.  Only a cluster keeps the
+    A broken batch is: its rows are alike, and unlike the rest.  The few rows that a clean table
+    with heavy-tailed columns has standing apart mostly are not: its extremes lie in different
+    directions, each nearer the bulk than the next extreme.  Only a cluster keeps the
     density's in-sample tail light (:class:`nrad.evidence.ChannelTails`, ``apart``); natural
     extremes read against a light tail were flagged in many clean tables (research/notes.md,
     section 36).
