@@ -88,7 +88,7 @@ CASES: list[tuple[str, Callable[[Path], Path], str | None]] = [
     ("1e300 and tiny variance", _frame(_with(_normal(), x=_set("c0", [0], [1e300]),
                                              t=lambda df: df.insert(0, "tiny", 1 + 1e-300 * np.arange(60)))), None),
     ("60 rows x 40 columns", _frame(_normal(60, 40)), None),
-    ("60 rows x 10,000 columns", _frame(_normal(60, 10_000)), "needs at least 10000 rows"),
+    ("60 rows x 300 columns", _frame(_normal(60, 300)), None),
     ("an id column, not named", _frame(_with(_normal(), i=lambda df: df.insert(0, "key", [f"k{i}" for i in range(60)]))),
      None),
     ("non-UTF-8 bytes", _csv(b"a,b\n" + b"1,2\n" * 5 + b"\xff\xfe,3\n"), "not UTF-8"),

@@ -16,7 +16,7 @@ from nrad.table import (
     FOLD_BANDS,
     MIN_TABLE_ROWS,
     TableModel,
-    check_width,
+    check_rows,
     cross_fit_folds,
     fit_table,
 )
@@ -103,9 +103,21 @@ def test_folds_by_table_size() -> None:
 
 def test_too_few_rows_are_refused_with_the_reason() -> None:
     with pytest.raises(NradError, match=f"at least {MIN_TABLE_ROWS} rows"):
-        check_width(MIN_TABLE_ROWS - 1, "data.csv")
-    with pytest.raises(NradError, match="40 rows and 50 columns"):
-        check_width(40, "data.csv", 50)
+        check_rows(MIN_TABLE_ROWS - 1, "data.csv")
+
+
+@pytest.mark.parametrize("rows, columns", [(30, 50), (90, 150)])
+def test_a_table_with_fewer_rows_than_columns_is_fitted(rows: int, columns: int) -> None:
+    """Embeddings and word counts come wider than they are long: the table model fits them (a
+    shrunk scatter below MAX_CELL_FEATURES numbers, principal components above), and a row off
+    the factors the others follow ranks first."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(rows, 4)) @ rng.normal(size=(4, columns)) + 0.3 * rng.normal(size=(rows, columns))
+    X[7] = rng.normal(size=columns) * 3.0
+    df = pd.DataFrame(X, columns=[f"c{j}" for j in range(columns)])
+    out, _ = fit_table(df, random_state=0).score(df, in_sample=True, explain="none")
+    assert np.isfinite(out["anomaly_score"]).all() and out["p_value"].between(0, 1).all()
+    assert int(np.argmax(out["anomaly_score"].to_numpy())) == 7
 
 
 def test_a_model_without_calibration_refuses_an_fdr(model: TableModel) -> None:

@@ -411,8 +411,7 @@ def _kept_by_relation(x: np.ndarray, y: np.ndarray, diff: np.ndarray, bound: flo
 
 def _ranks_only(scores: np.ndarray) -> TailModel:
     """Conformal p-values of a few scores, no tail (see ``MIN_CELL_VALUES``)."""
-    tail = TailModel.fit(scores)
-    return TailModel(tail.knots, tail.at_least, tail.n, np.inf, 0, np.zeros(0), np.zeros(0), np.zeros(0))
+    return TailModel.ranks_only(scores)
 
 
 def _surprise(t: np.ndarray) -> np.ndarray:

@@ -57,8 +57,9 @@ def indicator_features(schema: TableSchema) -> list[int]:
 def indicator_labels(schema: TableSchema) -> list[list[str]]:
     """Labels of each indicator's codes: present, the spike (if the column has one), other, missing."""
     out = []
+    sources = schema.numeric_sources  # a list built per call: once, not per column
     for j in indicator_features(schema):
-        spike = schema.columns[schema.numeric_sources[j]].spike
+        spike = schema.columns[sources[j]].spike
         out.append(["present", *([] if spike is None else [f"{spike:g}"]), OTHER, MISSING])
     return out
 

@@ -124,9 +124,11 @@ def _repair_chunk(model: TableModel, prep: Prepared, folds: np.ndarray | None) -
         # The cell's terms go; the repaired value's own tail term comes in (no clip: it is typical).
         totals = (base - flow - terms[:, j])[:, None] + grid_terms[j][None, :] + trial_scores
         offer(sources[j], totals, grid[j], NUMERIC, j)
+    leave_out = None if folds is None else prep.own_codes
+    category_terms = model.categories.log_terms(prep.codes, leave_out)
     for f, column in enumerate(_categorical_columns(model)):
         candidates = _level_candidates(model, f)
-        totals = _categorical_totals(model, prep, z, numeric, f, candidates, folds)
+        totals = _categorical_totals(model, prep, category_terms, numeric, f, candidates, folds)
         offer(column, totals, candidates.astype(np.float64), CATEGORICAL, f)
     gains = np.maximum(base[:, None] - best, 0.0)
     gains[~np.isfinite(gains)] = 0.0
@@ -339,27 +341,32 @@ def _level_candidates(model: TableModel, f: int) -> np.ndarray:
 def _categorical_totals(
     model: TableModel,
     prep: Prepared,
-    z: np.ndarray,
+    terms: np.ndarray,
     numeric: np.ndarray,
     f: int,
     candidates: np.ndarray,
     folds: np.ndarray | None,
 ) -> np.ndarray:
     """Scores of each row with code feature ``f`` set to each candidate; shape (n, len(candidates)).
+    ``terms``: the category model's log terms of the rows as they are (n, q).
 
     The numbers keep their score: when ``f`` is the context a number is read
     against (a person's sex for their weight), reading the number against
     another level would credit the category with what the number itself is
     doing wrong (a weight of 166 kg beside a height of 57 cm is odd for
     either sex, less so for one of them).  The category is repaired for what
-    it costs itself, given its parent and children among the categories.
+    it costs itself, given its parent and children among the categories: only
+    those terms change (a wide table has thousands of indicator features, and
+    recomputing them all for each made its explanations take minutes).
     """
     n, c = len(prep.y), len(candidates)
+    changed = [f, *model.categories.children(f)]
+    kept = terms.sum(axis=1) - terms[:, changed].sum(axis=1)
     codes = np.repeat(prep.codes, c, axis=0)
     own = np.repeat(prep.own_codes, c, axis=0)
     codes[:, f] = np.tile(candidates, n)
-    totals = -model.categories.log_terms(codes, leave_out=None if folds is None else own).sum(axis=1)
-    totals += np.repeat(numeric, c)
+    new = model.categories.log_terms(codes, None if folds is None else own, changed).sum(axis=1)
+    totals = -(np.repeat(kept, c) + new) + np.repeat(numeric, c)
     return totals.reshape(n, c)
 
 

@@ -158,7 +158,9 @@ class NumericModel:
             y = yeo_johnson(x / magnitude[j], exponent[j])
             # Statistics from the bulk: a few wild values (a table fitted on
             # itself holds its anomalies) must not set what is typical.
-            bulk = _bulk(y) | _level_bulk(y, codes[seen], n_codes)
+            bulk = _bulk(y)
+            if not bulk.all():
+                bulk |= _level_bulk(y, codes[seen], n_codes, ~bulk)
             contexts.append(_contexts(y[bulk], codes[seen][bulk], n_codes, exact[seen, j][bulk]))
             residual = _predictive(_standardize_one(y, codes[seen], *contexts[-1]), int(n_values[j]))
             # The tail weight is a property of the residuals given the context:
@@ -549,9 +551,11 @@ def _bulk(y: np.ndarray, if_no_spread: bool = True) -> np.ndarray:
     return np.abs(y - med) <= BULK_SD * mad
 
 
-def _level_bulk(y: np.ndarray, codes: np.ndarray, n_codes: list[int]) -> np.ndarray:
+def _level_bulk(y: np.ndarray, codes: np.ndarray, n_codes: list[int], outside: np.ndarray) -> np.ndarray:
     """Rows within ``BULK_SD`` robust sd of their own level's median, in a level of at least
     ``LEVEL_BULK_ROWS`` rows whose values vary (any categorical feature; not the pooled "other").
+    Only levels holding a row of ``outside`` (the rows beyond the column's bulk) are read: the
+    others' rows are in the bulk anyway, and a wide table has thousands of levels.
 
     A small level of large values (13 industrial meters among 500 homes) lies beyond the column's
     bulk, all but its smallest values: read from those alone, its typical consumption was a fifth
@@ -562,7 +566,7 @@ def _level_bulk(y: np.ndarray, codes: np.ndarray, n_codes: list[int]) -> np.ndar
     inside = np.zeros(len(y), dtype=bool)
     for f in range(codes.shape[1]):
         level = codes[:, f]
-        for code in range(n_codes[f]):
+        for code in np.unique(level[outside]):
             rows = level == code
             if code != n_codes[f] - 2 and rows.sum() >= LEVEL_BULK_ROWS:
                 inside[rows] |= _bulk(y[rows], if_no_spread=False)
@@ -611,7 +615,7 @@ def _contexts(y: np.ndarray, codes: np.ndarray, n_codes: list[int], exact: np.nd
             break
     pooled = (-1, np.array([center]), np.array([spread]))
     found = []
-    for f in range(codes.shape[1]):
+    for f in np.flatnonzero(_maybe_parents(y, codes, n_codes)):
         got = _level_effects(y, codes[:, f], n_codes[f], exact)
         if got is not None and got[0] >= MIN_ETA2:
             found.append((got[0], f, got[1], got[2]))
@@ -625,6 +629,42 @@ def _contexts(y: np.ndarray, codes: np.ndarray, n_codes: list[int], exact: np.nd
             # three rows of a new merchant must not set what is typical for it.
             loc[n_codes[f] - 2], sc[n_codes[f] - 2] = pooled[1][0], pooled[2][0]
     return (*first, *second)
+
+
+#: A categorical feature whose one-way ANOVA p-value, computed for all features at once, is at least
+#: this many times ``PARENT_P_VALUE`` is no parent (far from the level, whatever the rounding).
+PARENT_PREFILTER = 10.0
+
+
+def _maybe_parents(y: np.ndarray, codes: np.ndarray, n_codes: list[int]) -> np.ndarray:
+    """Which categorical features may be a parent of ``y`` (see :func:`_contexts`): all of them
+    but those whose ANOVA F-test is far from rejecting "no effect".
+
+    The exact test is :func:`_level_effects`'s, one feature at a time; here the sums per level of
+    every feature come from one ``bincount``, so that a wide table (a missing or spike indicator
+    per column: thousands of features for each of thousands of columns) runs the exact test only
+    where it may pass.  A feature whose within-level spread is 0 here (rounding) is kept: the
+    exact test decides it.
+    """
+    n, q = codes.shape
+    if n == 0 or q == 0:
+        return np.zeros(q, dtype=bool)
+    offsets = np.r_[0, np.cumsum(n_codes)].astype(np.int64)
+    index = (codes + offsets[:-1]).ravel()
+    centred = y - y.mean()
+    count = np.bincount(index, minlength=offsets[-1]).astype(np.float64)
+    total = np.bincount(index, weights=np.repeat(centred, q), minlength=offsets[-1])
+    per_level = np.divide(total**2, count, out=np.zeros_like(total), where=count > 0)
+    ss_between = np.add.reduceat(per_level, offsets[:-1])
+    used = np.add.reduceat((count > 0).astype(np.float64), offsets[:-1])
+    ss_within = float(np.sum(centred**2)) - ss_between
+    valid = (used >= 2) & (n - used >= 2)
+    spread = valid & (ss_within > 0)
+    p_value = np.zeros(q)
+    if spread.any():
+        f_stat = (ss_between[spread] / (used[spread] - 1)) / (ss_within[spread] / (n - used[spread]))
+        p_value[spread] = stats.f.sf(f_stat, used[spread] - 1, n - used[spread])
+    return valid & (p_value < PARENT_PREFILTER * PARENT_P_VALUE)
 
 
 def _standardize_one(

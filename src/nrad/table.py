@@ -233,8 +233,9 @@ class TableModel:
         """(n, p) the numbers in the table's units, a spike's cells at the spike (NaN where missing)."""
         raw = self.in_units(prep.y)
         n_cat = len(self.schema.categorical_names)
+        sources = self.schema.numeric_sources  # a list built per call: once, not per column
         for k, j in enumerate(self.indicator_features):
-            spike = self.schema.columns[self.schema.numeric_sources[j]].spike
+            spike = self.schema.columns[sources[j]].spike
             if spike is not None:
                 raw[prep.codes[:, n_cat + k] == SPIKE, j] = spike
         return raw
@@ -528,7 +529,7 @@ def fit_table(
     say = progress or (lambda _: None)
     df = as_pandas(df)
     features = drop_columns(df, id_column, ignore, what)
-    check_width(len(features), what, features.shape[1])  # say so before reading columns
+    check_rows(len(features), what)  # say so before reading columns
     schema = fit_schema(features, features=keep)
     info: dict[str, Any] = {"identifiers": schema.identifiers}
     if id_column is None and schema.identifiers:
@@ -665,19 +666,18 @@ def flow_width(n_numeric: int, rows: int) -> int:
     return int(max(min(n_numeric, MAX_FLOW_FEATURES, (rows - MIN_ROWS) // ROWS_PER_FEATURE), 1))
 
 
-def check_width(n_rows: int, what: str, n_columns: int = 0) -> None:
-    """Refuse a table with too few rows to learn anything from: fewer than ``MIN_TABLE_ROWS``, or
-    fewer rows than columns (how the columns go together cannot be learnt from fewer rows than
-    there are columns, and every row of such a table is as far from the others as any)."""
+def check_rows(n_rows: int, what: str) -> None:
+    """Refuse a table with too few rows to learn anything from (fewer than ``MIN_TABLE_ROWS``).
+
+    A table with fewer rows than columns (embeddings, word counts) is fitted: past
+    ``MAX_CELL_FEATURES`` numbers the flows and the robust Gaussian read its leading principal
+    components, at most as many as its rows allow (:func:`flow_width`), and below that the
+    Gaussian's scatter is shrunk towards its diagonal (:mod:`nrad.gaussian`), which keeps it
+    invertible with fewer rows than columns."""
     if n_rows < MIN_TABLE_ROWS:
         raise NradError(
             f"{what} has {n_rows} rows; nrad needs at least {MIN_TABLE_ROWS} rows to learn what is "
             "typical. Give more rows"
-        )
-    if n_rows < n_columns:
-        raise NradError(
-            f"{what} has {n_rows} rows and {n_columns} columns; nrad needs at least {n_columns} rows "
-            "(one per column) to learn how the columns go together. Give more rows or leave columns out"
         )
 
 
