@@ -157,3 +157,22 @@ def test_an_identity_in_a_table_without_categories() -> None:
     scored, _ = model.score(df, fdr=0.1, in_sample=True)
     assert scored.loc[9, "flagged"]
     assert first_feature(scored.loc[9, "top_features"]) in ("total", "a", "b")
+
+
+def test_an_identity_among_hundreds_of_columns_is_found_and_its_break_blamed() -> None:
+    """A wide table (more numeric columns than identities.WIDE) searches each column among the
+    columns that follow it most closely: a total of three of 150 columns, written to cents, is
+    found, and the row whose total is off by a typo has its cells blamed."""
+    from nrad.identities import WIDE
+
+    rng = np.random.default_rng(2)
+    n, p = 600, WIDE + 22
+    X = np.round(rng.normal(10, 2, size=(n, p)) + rng.normal(size=(n, 1)), 2)
+    X[:, 0] = np.round(X[:, 1] + X[:, 2] + X[:, 3], 2)
+    X[5, 0] += 9.0  # a typo: the total is off by far more than a rounding
+    values = X.copy()
+    ids = Identities.fit(values, np.zeros((n, 0), dtype=np.int64), [], random_state=0)
+    totals = [k for k in range(ids.n_identities) if set(np.flatnonzero(ids._involved(k))) == {0, 1, 2, 3}]
+    assert totals, "the total of three columns is an identity"
+    blamed, _ = ids.broken(values, np.zeros((n, 0), dtype=np.int64))
+    assert blamed[5, 0] and blamed[:, 0].sum() == 1
