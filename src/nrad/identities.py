@@ -83,9 +83,10 @@ MAX_FIT_ROWS = 5000
 #: In a table of more numeric columns than this, each column's identity is searched among the
 #: ``MAX_PREDICTORS`` columns whose ranks follow its own most closely, not among all the others:
 #: least squares on every other column costs the width cubed per column (minutes at 500 columns,
-#: where the rest of the model takes seconds), and the columns a computed one is made of follow it.
+#: where the rest of the model takes seconds), and the columns a computed one is made of follow it
+#: (a total of more than 16 columns is not searched for).
 WIDE = 128
-MAX_PREDICTORS = 32
+MAX_PREDICTORS = 16
 #: Identities within levels are searched among at most this many numeric columns ...
 MAX_LEVEL_COLUMNS = 24
 #: ... within categorical columns of at most this many levels.
