@@ -206,8 +206,10 @@ def _forest(codes: np.ndarray, n_codes: list[int], counts: list[np.ndarray]) -> 
 
 
 #: Entries of one block of the joint counts of all level pairs (a block of features' levels
-#: against every feature's), at most: 16 million, 128 MB.
+#: against every feature's), at most: 16 million, 128 MB ...
 PAIR_BLOCK_ENTRIES = 2**24
+#: ... and of the rows' one-hot codes they are summed from, a chunk of rows at a time: 4 million.
+ROW_CHUNK_ENTRIES = 2**22
 
 
 def _edge_weights(codes: np.ndarray, counts: list[np.ndarray]) -> np.ndarray:
@@ -231,21 +233,29 @@ def _edge_weights(codes: np.ndarray, counts: list[np.ndarray]) -> np.ndarray:
     used = [np.flatnonzero(c > 0) for c in counts]
     sizes = np.array([len(u) for u in used])
     offsets = np.r_[0, np.cumsum(sizes)]
-    onehot = np.zeros((n, int(offsets[-1])))
+    width = int(offsets[-1])
+    # Each feature's codes as columns of the one-hot matrix (codes not in use have none).
+    columns = np.empty(codes.shape, dtype=np.int64)
     for j in range(q):
         index = np.zeros(len(counts[j]), dtype=np.int64)
         index[used[j]] = np.arange(len(used[j]))
-        onehot[np.arange(n), offsets[j] + index[codes[:, j]]] = 1.0
+        columns[:, j] = offsets[j] + index[codes[:, j]]
     level_counts = np.concatenate([counts[j][used[j]] for j in range(q)])
     mi = np.zeros((q, q))
-    per_block = max(PAIR_BLOCK_ENTRIES // max(onehot.shape[1], 1), 1)
+    per_block = max(PAIR_BLOCK_ENTRIES // width, 1)
+    chunk = max(ROW_CHUNK_ENTRIES // width, 1)
     start = 0
     while start < q:
         # Whole features per block, as many as fit in per_block levels (at least one).
         stop = max(int(np.searchsorted(offsets, offsets[start] + per_block, side="right")) - 1, start + 1)
         stop = min(stop, q)
         lo, hi = offsets[start], offsets[stop]
-        joint = onehot[:, lo:hi].T @ onehot
+        joint = np.zeros((hi - lo, width))
+        for first in range(0, n, chunk):  # rows a chunk at a time: a million rows stay a few MB
+            part = columns[first : first + chunk]
+            onehot = np.zeros((len(part), width))
+            onehot[np.arange(len(part))[:, None], part] = 1.0
+            joint += onehot[:, lo:hi].T @ onehot
         with np.errstate(divide="ignore", invalid="ignore"):
             terms = joint / n * np.log(joint * n / np.outer(level_counts[lo:hi], level_counts))
         terms[joint == 0] = 0.0
