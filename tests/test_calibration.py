@@ -195,3 +195,36 @@ def test_scores_below_the_threshold_keep_their_counts_and_above_it_read_the_tail
     far = np.minimum(np.log(tail.lift) + tail._log_tail(scores), 0.0)
     np.testing.assert_allclose(got, np.where(scores > tail.threshold, far, body))
     assert (scores > tail.threshold).sum() > 10 and got[-2, 0] < got[-3, 0] < np.log(1 / (tail.n + 1))
+
+
+@pytest.mark.parametrize("cut, censored", [(None, 0), (3.0, 0), (3.0, 4)])
+def test_each_shapes_scale_is_its_most_likely_one(cut: float | None, censored: int) -> None:
+    """The profile likelihood's Newton steps find, for every shape, the scale scipy's bounded search
+    finds (or one at least as likely), truncated at a cut and with censored excesses too."""
+    from scipy.optimize import minimize_scalar
+
+    from nrad.calibration import _profile_scales, gpd_log_survival
+
+    excess = np.random.default_rng(4).pareto(4.0, size=300)
+    excess = excess[excess < cut] if cut is not None else excess
+    level = 2.0 if censored else None
+    shapes = np.arange(0.0, 0.5001, 0.025)
+    scales, logliks = _profile_scales(excess, shapes, cut, censored, level)
+
+    def nll(log_scale: float, xi: float) -> float:
+        sigma = np.exp(log_scale)
+        value = -float(np.sum(gpd_log_survival(excess, xi, sigma))) + len(excess) * log_scale
+        value += 0.0 if xi == 0 else float(np.sum(np.log1p(xi * excess / sigma)))  # the density's extra term
+        survival = np.exp(gpd_log_survival(np.array([cut or 0.0, level or 0.0]), xi, sigma))
+        above_cut = 0.0 if cut is None else float(survival[0])
+        if censored:
+            value -= censored * np.log(float(survival[1]) - above_cut)
+        if cut is not None:
+            value += (len(excess) + censored) * np.log(1.0 - above_cut)
+        return value
+
+    bounds = (np.log(excess.mean()) - 8, np.log(excess.mean()) + 3)
+    for xi, scale, loglik in zip(shapes, scales, logliks, strict=True):
+        found = minimize_scalar(nll, bounds=bounds, args=(xi,), method="bounded")
+        assert loglik >= -found.fun - 1e-9
+        assert scale == pytest.approx(np.exp(found.x), rel=1e-4)
