@@ -132,14 +132,11 @@ class TailModel:
         ``min_scale``: the smallest scale allowed (the tail of a statistic that a model makes
         exponential with scale 1 may be heavier than the model's, never lighter).
         """
-        calib = np.sort(np.asarray(scores, dtype=np.float64))
-        calib = calib[np.isfinite(calib)]
+        calib = _sorted_scores(scores)
         n = calib.size
-        if n == 0:
-            raise NradError("no calibration scores: fit with calibration rows to get p-values")
-        knots, at_least = _knots(calib)
+        none = cls._ranks(calib)
+        knots, at_least = none.knots, none.at_least
         k = int(min(max(round(TAIL_SHARE * n), min(MIN_TAIL, n - 1)), MAX_TAIL))
-        none = cls(knots, at_least, n, np.inf, 0, np.zeros(0), np.zeros(0), np.zeros(0))
         if n < MIN_CALIBRATION or k < 1:
             return none
         trimmed = 0 if trim is None else _trimmed(calib, k, trim, max_shape)
@@ -164,10 +161,11 @@ class TailModel:
     @classmethod
     def ranks_only(cls, scores: np.ndarray) -> TailModel:
         """Conformal p-values of ``scores`` and no tail (a few scores, too few to fit one to)."""
-        calib = np.sort(np.asarray(scores, dtype=np.float64))
-        calib = calib[np.isfinite(calib)]
-        if calib.size == 0:
-            raise NradError("no calibration scores: fit with calibration rows to get p-values")
+        return cls._ranks(_sorted_scores(scores))
+
+    @classmethod
+    def _ranks(cls, calib: np.ndarray) -> TailModel:
+        """Conformal p-values of the sorted finite scores ``calib``, no tail."""
         knots, at_least = _knots(calib)
         return cls(knots, at_least, calib.size, np.inf, 0, np.zeros(0), np.zeros(0), np.zeros(0))
 
@@ -302,6 +300,15 @@ def _trimmed(calib: np.ndarray, k: int, trim: tuple[float, float], max_shape: fl
         gap = gap_trim(_as_exponential(calib, scan, max_shape, int(most * n)), scan, most)
     room = n - 1 - MIN_FITTED - 1
     return int(max(min(max(gap, int(np.ceil(least * n))), room), 0))
+
+
+def _sorted_scores(scores: np.ndarray) -> np.ndarray:
+    """The finite calibration scores, sorted; refused when there are none."""
+    calib = np.sort(np.asarray(scores, dtype=np.float64))
+    calib = calib[np.isfinite(calib)]
+    if calib.size == 0:
+        raise NradError("no calibration scores: fit with calibration rows to get p-values")
+    return calib
 
 
 def _knots(calib: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -479,7 +486,7 @@ def _profile_scales(
     high = np.full(shapes.size, np.log(total / m) + PROFILE_BRACKET[1])
     log_scale = np.full(shapes.size, np.log(total / m))
     for _ in range(PROFILE_STEPS):
-        _, slope, curvature = grid.negative(log_scale)
+        slope, curvature = grid.derivatives(log_scale)
         step = np.where(curvature > 0, -slope / np.where(curvature > 0, curvature, 1.0), np.nan)
         done = np.abs(step) < PROFILE_TOL
         low, high = np.where(slope < 0, log_scale, low), np.where(slope > 0, log_scale, high)
@@ -488,13 +495,13 @@ def _profile_scales(
         log_scale = np.where(done, log_scale, np.where(outside, (low + high) / 2.0, new))
         if done.all():
             break
-    return np.exp(log_scale), -grid.negative(log_scale)[0]
+    return np.exp(log_scale), -grid.negative(log_scale)
 
 
 @dataclass
 class _Likelihood:
     """The generalized Pareto negative log-likelihood of ``excess`` for each of ``shapes``, as a
-    function of the log scale, with its first two derivatives: the excesses' density, truncated
+    function of the log scale, and its first two derivatives: the excesses' density, truncated
     at ``cut`` when given, and ``censored`` more excesses known only to lie between ``level`` and
     the cut (see :func:`shape_posterior`)."""
 
@@ -508,13 +515,28 @@ class _Likelihood:
     censored: int
     level: float | None
 
-    def negative(self, log_scale: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def negative(self, log_scale: np.ndarray) -> np.ndarray:
+        """The negative log-likelihood at each shape's ``log_scale``."""
+        sigma = np.exp(log_scale)
+        t = (self.shapes / sigma)[:, None] * self.excess[None, :]
+        value = np.where(self.heavy, self.m * log_scale + (self.inverse + 1.0) * np.log1p(t).sum(axis=1),
+                         self.m * log_scale + self.total / sigma)  # fmt: skip
+        s_cut = self._survival(self.cut, sigma)[0] if self.cut is not None else np.zeros_like(sigma)
+        if self.censored:
+            assert self.level is not None
+            s_level = self._survival(self.level, sigma)[0]
+            value = value - self.censored * np.log(np.maximum(s_level - s_cut, 1e-300))
+        if self.cut is not None:
+            value = value + (self.m + self.censored) * np.log(np.maximum(1.0 - s_cut, 1e-300))
+        return value
+
+    def derivatives(self, log_scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The first two derivatives of :meth:`negative` in the log scale (all the Newton steps
+        need; the value's logarithms are left out)."""
         sigma = np.exp(log_scale)
         t = (self.shapes / sigma)[:, None] * self.excess[None, :]
         ratio = t / (1.0 + t)
         factor = self.inverse + 1.0
-        value = np.where(self.heavy, self.m * log_scale + factor * np.log1p(t).sum(axis=1),
-                         self.m * log_scale + self.total / sigma)  # fmt: skip
         slope = np.where(self.heavy, self.m - factor * ratio.sum(axis=1), self.m - self.total / sigma)
         curvature = np.where(self.heavy, factor * (ratio / (1.0 + t)).sum(axis=1), self.total / sigma)
         s_cut = ds_cut = dds_cut = np.zeros_like(sigma)
@@ -525,16 +547,14 @@ class _Likelihood:
             s_level, ds_level, dds_level = self._survival(self.level, sigma)
             between = np.maximum(s_level - s_cut, 1e-300)
             d_between, dd_between = ds_level - ds_cut, dds_level - dds_cut
-            value = value - self.censored * np.log(between)
             slope = slope - self.censored * d_between / between
             curvature = curvature - self.censored * (dd_between * between - d_between**2) / between**2
         if self.cut is not None:
             below = np.maximum(1.0 - s_cut, 1e-300)
             rows = self.m + self.censored
-            value = value + rows * np.log(below)
             slope = slope - rows * ds_cut / below
             curvature = curvature - rows * (dds_cut * below + ds_cut**2) / below**2
-        return value, slope, curvature
+        return slope, curvature
 
     def _survival(self, x: float, sigma: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``S(x)`` per shape and its first two derivatives in the log scale."""
