@@ -116,6 +116,21 @@ def test_the_lift_keeps_a_bounded_tail_from_calling_its_own_scores_improbable() 
     assert np.all(tail.p_values(top) >= 0.2 * rank_share)
 
 
+
+@pytest.mark.parametrize("trim", [None, (0.01, 0.01)])
+def test_a_tail_is_of_scores_above_an_atom_not_of_its_ties(trim: tuple[float, float] | None) -> None:
+    # A column that is 0 in 147 of 150 rows: its three other values are ordinary ones, not 1e-10.
+    calib = np.r_[np.zeros(147), 0.69, 0.69, 2.18]
+    tail = TailModel.fit(calib, trim, CELL_MAX_SHAPE)
+    assert np.all(tail.p_values(np.array([0.69, 2.18])) >= 1 / 151)
+    # With enough values above the atom, a tail is fitted to them and a far value still goes far.
+    rng = np.random.default_rng(8)
+    calib = np.r_[np.zeros(2700), rng.lognormal(0.0, 0.5, 300)]
+    tail = TailModel.fit(calib, trim, CELL_MAX_SHAPE)
+    assert tail.n_tail > 0 and tail.threshold == 0.0
+    assert np.all(tail.p_values(np.sort(calib)[-30:]) >= 1e-4)
+    assert tail.p_values(np.array([100.0]))[0] < 1e-6
+
 def test_weighted_bonferroni_is_valid_and_names_the_deciding_test() -> None:
     rng = np.random.default_rng(7)
     p = rng.uniform(size=(200_000, 5))

@@ -136,8 +136,9 @@ class TailModel:
         n = calib.size
         none = cls._ranks(calib)
         knots, at_least = none.knots, none.at_least
-        k = int(min(max(round(TAIL_SHARE * n), min(MIN_TAIL, n - 1)), MAX_TAIL))
-        if n < MIN_CALIBRATION or k < 1:
+        usual = int(min(max(round(TAIL_SHARE * n), min(MIN_TAIL, n - 1)), MAX_TAIL))
+        k = _above_atom(calib, usual)
+        if n < MIN_CALIBRATION or k < 1 or (k < usual and k < MIN_FITTED):
             return none
         trimmed = 0 if trim is None else _trimmed(calib, k, trim, max_shape)
         # Inward: a left-out score that the tail fitted without it does not call an outlier (BH at
@@ -189,6 +190,10 @@ class TailModel:
             k = int(
                 min(trimmed + max(round(TAIL_SHARE * (n - trimmed)), min(MIN_TAIL, n - trimmed - 1)), n - 1)
             )
+        above = _above_atom(calib, k)
+        if above < k and above - trimmed < MIN_FITTED:
+            return None  # too few scores above an atom to fit a tail to: ranks only
+        k = above
         threshold = float(calib[n - k - 1])
         top = n - trimmed
         # Truncated where the trimmed scores begin: the fit conditions on lying below the smallest
@@ -300,6 +305,23 @@ def _trimmed(calib: np.ndarray, k: int, trim: tuple[float, float], max_shape: fl
         gap = gap_trim(_as_exponential(calib, scan, max_shape, int(most * n)), scan, most)
     room = n - 1 - MIN_FITTED - 1
     return int(max(min(max(gap, int(np.ceil(least * n))), room), 0))
+
+
+def _above_atom(calib: np.ndarray, k: int) -> int:
+    """The tail size ``k`` of the sorted scores ``calib``, less the scores tied with its threshold.
+
+    A generalized Pareto tail is of scores strictly above its threshold.
+    When the threshold falls on an atom (a column that is 0 in 97% of its
+    rows, a count's most common large value), the excesses would hold a run
+    of zeros, and a tail fitted to them would be as short as its zeros are
+    many: the column's few other values, ordinary ones, would be called
+    impossible.  The threshold stays at the atom and the tail is of the
+    scores above it, however few (no tail at all when too few).
+    """
+    n = calib.size
+    if k < 1 or k >= n or calib[n - k] != calib[n - k - 1]:
+        return k
+    return int(n - np.searchsorted(calib, calib[n - k - 1], side="right"))
 
 
 def _sorted_scores(scores: np.ndarray) -> np.ndarray:
