@@ -18,11 +18,12 @@ from nrad.table import TableModel, fit_table
 @pytest.fixture(scope="module")
 def table() -> pd.DataFrame:
     rng = np.random.default_rng(0)
+    b = rng.choice(["x", "y", "z"], 300)
     return pd.DataFrame(
         {
             "id": np.arange(300),
-            "a": rng.normal(size=300),
-            "b": rng.choice(["x", "y", "z"], 300),
+            "a": rng.normal(size=300) + 3.0 * (b == "y"),  # read against its level of b
+            "b": b,
             "c": rng.normal(size=300),
         }
     )
@@ -105,6 +106,30 @@ def test_future_version_and_wrong_shapes_are_refused(saved: Path, tmp_path: Path
     manifest["tensors"]["detector0.mean_"]["shape"] = [99]
     with pytest.raises(ModelFileError, match="detector0.mean_"):
         load_model(_rewrite(saved, tmp_path / "s.nrad", {**members, MANIFEST: json.dumps(manifest).encode()}))
+
+
+def test_a_version_10_file_reads_and_scores_new_rows_as_training_rows(
+    model: TableModel, saved: Path, tmp_path: Path, table: pd.DataFrame
+) -> None:
+    from safetensors.numpy import load, save
+
+    members = _members(saved)
+    manifest = json.loads(members[MANIFEST])
+    tensors = {k: v for k, v in load(members[TENSORS]).items() if "_rows." not in k}
+    assert len(tensors) < len(manifest["tensors"])  # the level counts were kept
+    manifest["format_version"] = 10
+    manifest["tensors"] = {k: v for k, v in manifest["tensors"].items() if k in tensors}
+    old = tmp_path / "v10.nrad"
+    _rewrite(saved, old, {MANIFEST: json.dumps(manifest).encode(), TENSORS: save(tensors)})
+    loaded = load_model(old)
+    assert loaded.numeric.level_rows is None
+    y = loaded.numeric.shape(table[["a", "c"]].to_numpy())
+    codes = loaded.prepare(table).codes
+    assert model.numeric.parent[0] >= 0  # so that a new row's reading differs from a training row's
+    assert not np.array_equal(model.numeric.residuals(y, codes, new_rows=True), model.numeric.residuals(y, codes))
+    np.testing.assert_array_equal(
+        loaded.numeric.residuals(y, codes, new_rows=True), model.numeric.residuals(y, codes)
+    )
 
 
 def test_truncated_and_garbage_files_are_refused(saved: Path, tmp_path: Path) -> None:

@@ -76,6 +76,35 @@ def test_a_feature_read_from_few_values_is_read_by_its_predictive_tail() -> None
     np.testing.assert_allclose(back[:4], new[:4, 0], rtol=1e-6)
 
 
+def test_a_new_row_is_read_against_a_small_level_by_its_predictive_spread() -> None:
+    """A new row did not help set its merchant's median and spread: against a merchant of six
+    rows a value 5 spreads out is read as about 4.3, against one of a thousand almost as it is; the
+    training rows themselves are read as before.  Odd, monotone, and far stays far."""
+    rng = np.random.default_rng(6)
+    merchant = np.r_[np.zeros(6), np.ones(1000), np.full(1000, 2)].astype(np.int64)[:, None]
+    amount = np.exp(np.array([1.0, 3.0, 5.0])[merchant[:, 0]] + rng.normal(0, 0.3, len(merchant)))[:, None]
+    numeric = NumericModel.fit(amount, merchant, [5], rng)
+    assert numeric.parent[0] == 0 and numeric.level_rows is not None
+    assert numeric.level_rows[0][:3].tolist() == [6, 1000, 1000]
+    y = numeric.shape(amount)
+    np.testing.assert_array_equal(
+        numeric.residuals(y, merchant), numeric.residuals(y, merchant, new_rows=False)
+    )
+    r = np.array([-8.0, -5.0, 0.0, 1.0, 5.0, 8.0])
+    for code, far in ((0, (4.2, 4.4, 6.8, 7.0)), (1, (4.98, 5.0, 7.97, 8.0))):
+        codes = np.full((len(r), 1), code)
+        level = numeric.location[0][code] + r * numeric.scale[0][code]  # r spreads from the level
+        new = numeric.residuals(level[:, None], codes, new_rows=True)[:, 0]
+        old = numeric.residuals(level[:, None], codes)[:, 0]
+        np.testing.assert_allclose(old, r, atol=1e-9)
+        assert np.all(np.diff(new) > 0) and new[2] == 0.0 and new[1] == -new[4]
+        assert far[0] < new[4] < far[1] and far[2] < new[5] < far[3]
+    huge = numeric.residuals(
+        numeric.location[0][:1, None] + 40 * numeric.scale[0][0], np.zeros((1, 1), int), True
+    )
+    assert huge[0, 0] > 34  # a gross value against six rows stays gross
+
+
 def test_a_new_merchant_falls_back_to_the_next_context() -> None:
     rng = np.random.default_rng(2)
     amount, merchant, n_codes = _amounts(rng)
@@ -152,6 +181,11 @@ def test_state_round_trips() -> None:
     meta, arrays = numeric.to_state("s.")
     again = NumericModel.from_state(meta, arrays, "s.")
     y = numeric.shape(amount)
-    np.testing.assert_array_equal(
-        numeric.standardize(y, merchant), again.standardize(again.shape(amount), merchant)
+    for new_rows in (False, True):
+        np.testing.assert_array_equal(
+            numeric.standardize(y, merchant, new_rows),
+            again.standardize(again.shape(amount), merchant, new_rows),
+        )
+    assert again.level_rows is not None and all(
+        np.array_equal(a, b) for a, b in zip(numeric.level_rows, again.level_rows, strict=True)
     )

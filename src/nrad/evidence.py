@@ -177,7 +177,9 @@ def row_p_values(
         else None
     )
     cells = (
-        (model.cell_residuals(prep, folds), model.cell_values(prep), prep.y) if tails.cells is not None else None
+        (model.cell_residuals(prep, folds), model.cell_values(prep, new_rows=folds is None), prep.y)
+        if tails.cells is not None
+        else None
     )
     log_p = tails.row_log_p_values(scores, density, distance)
     n_rows = log_p.shape[1]

@@ -41,6 +41,9 @@ from nrad.preprocess import TableSchema
 from nrad.table import MAX_CELL_FEATURES, TableModel
 
 FORMAT = "nrad-model"
+#: Version 11: the numeric model keeps how many values each category level's spread was read
+#: from (``level_rows``, ``fallback_rows``); a file of version 9 or 10 still reads, and scores new
+#: rows as before.
 #: Version 10: exact relations between the numbers (``identities``); a version 9 file, which has
 #: none, still reads.
 #: Version 9: the numeric model keeps how many values each feature was read from (``n_values``).
@@ -51,8 +54,8 @@ FORMAT = "nrad-model"
 #: each cell tested by its residual and by its value in context), lattice walls, the robust
 #: Gaussian's sparse columns (p-values of earlier versions were calibrated differently: those
 #: files must be refitted).
-FORMAT_VERSION = 10
-READS_VERSIONS = (9, 10)
+FORMAT_VERSION = 11
+READS_VERSIONS = (9, 10, 11)
 MANIFEST, TENSORS = "manifest.json", "tensors.safetensors"
 MAX_MANIFEST_BYTES = 16 * 2**20
 MAX_TENSOR_BYTES = 2 * 2**30

@@ -136,6 +136,11 @@ class NumericModel:
     related: np.ndarray
     #: Per feature: how many training values it was read from (present, off its spike).
     n_values: np.ndarray
+    #: Per feature: how many training values each parent code's (and fallback code's) spread was
+    #: read from (None: a model file that did not keep them; new rows are then read as training
+    #: rows are).
+    level_rows: list[np.ndarray] | None = None
+    fallback_rows: list[np.ndarray] | None = None
 
     @classmethod
     def fit(
@@ -148,7 +153,7 @@ class NumericModel:
         numeric = dequantize(numeric, discrete, rng)
         magnitude, exponent, tail_weight = np.ones(p), np.ones(p), np.ones(p)
         n_values = np.isfinite(numeric).sum(axis=0).astype(np.int64)
-        contexts, clip, grid = [], np.full(p, MIN_CLIP), np.zeros((p, GRID))
+        contexts, rows, clip, grid = [], [], np.full(p, MIN_CLIP), np.zeros((p, GRID))
         zs = np.full(numeric.shape, np.nan)
         for j in range(p):
             seen = np.isfinite(numeric[:, j])
@@ -161,7 +166,11 @@ class NumericModel:
             bulk = _bulk(y)
             if not bulk.all():
                 bulk |= _level_bulk(y, codes[seen], n_codes, ~bulk)
-            contexts.append(_contexts(y[bulk], codes[seen][bulk], n_codes, exact[seen, j][bulk]))
+            *context, level_rows, fallback_rows = _contexts(
+                y[bulk], codes[seen][bulk], n_codes, exact[seen, j][bulk]
+            )
+            contexts.append(tuple(context))
+            rows.append((level_rows, fallback_rows))
             residual = _predictive(_standardize_one(y, codes[seen], *contexts[-1]), int(n_values[j]))
             # The tail weight is a property of the residuals given the context:
             # amounts of 50 merchants look heavy-tailed together, not within one.
@@ -178,6 +187,7 @@ class NumericModel:
         return cls(
             magnitude, exponent, clip, tail_weight, as_int(parent), location, scale,
             as_int(fallback), fallback_location, fallback_scale, grid, discrete, related_pairs(zs), n_values,
+            [r for r, _ in rows], [f for _, f in rows],
         )  # fmt: skip
 
     @property
@@ -195,22 +205,33 @@ class NumericModel:
         """Inverse of step 1 for feature ``j``: values in the table's units (overflow: inf)."""
         return self.magnitude[j] * yeo_johnson_inverse(y, self.exponent[j])
 
-    def standardize(self, y: np.ndarray, codes: np.ndarray) -> np.ndarray:
-        """Step 2: ``z`` given each row's codes, its tails weighted (NaN stays NaN)."""
-        r = self.residuals(y, codes)
+    def standardize(self, y: np.ndarray, codes: np.ndarray, new_rows: bool = False) -> np.ndarray:
+        """Step 2: ``z`` given each row's codes, its tails weighted (NaN stays NaN); ``new_rows``:
+        see :meth:`residuals`."""
+        r = self.residuals(y, codes, new_rows)
         z = np.empty_like(r)
         for j in range(self.n_features):
             with np.errstate(over="ignore"):
                 z[:, j] = _sinh_arcsinh(r[:, j], self.tail_weight[j])
         return _finite(z)
 
-    def residuals(self, y: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    def residuals(self, y: np.ndarray, codes: np.ndarray, new_rows: bool = False) -> np.ndarray:
         """Step 2 before the tail weight: each value's robust distance from what is typical in its
         context, ``r = (y - mu_c) / sigma_c`` (NaN stays NaN).  Not compressed: a year 200 years
-        off stays as far off as it is, which ``z`` (its tails pulled in) does not keep."""
+        off stays as far off as it is, which ``z`` (its tails pulled in) does not keep.
+
+        ``new_rows``: the rows were not among the training rows, and a value read against a
+        category level is read by its predictive tail given the values that level's location and
+        spread were read from (:func:`_level_predictive`)."""
         r = np.empty_like(y, dtype=np.float64)
         for j in range(self.n_features):
             r[:, j] = _predictive(_standardize_one(y[:, j], codes, *self._context(j)), int(self.n_values[j]))
+            if new_rows and self.level_rows is not None and self.fallback_rows is not None:
+                if self.parent[j] >= 0 and self.n_values[j] >= FEW_VALUES:
+                    rows = _rows_read_from(
+                        codes, self.parent[j], self.level_rows[j], self.fallback[j], self.fallback_rows[j]
+                    )
+                    r[:, j] = _level_predictive(r[:, j], rows)
         return _finite(r)
 
     def context(self, j: int, codes: np.ndarray) -> tuple[int, int]:
@@ -293,6 +314,9 @@ class NumericModel:
             arrays[f"{prefix}scale.{j}"] = self.scale[j]
             arrays[f"{prefix}fallback_location.{j}"] = self.fallback_location[j]
             arrays[f"{prefix}fallback_scale.{j}"] = self.fallback_scale[j]
+            if self.level_rows is not None and self.fallback_rows is not None:
+                arrays[f"{prefix}level_rows.{j}"] = self.level_rows[j]
+                arrays[f"{prefix}fallback_rows.{j}"] = self.fallback_rows[j]
         return {"n_features": self.n_features}, arrays
 
     @classmethod
@@ -318,6 +342,16 @@ class NumericModel:
             related=np.asarray(arrays[f"{prefix}related"], dtype=np.int64).reshape(-1, 2),
             n_values=np.asarray(arrays[f"{prefix}n_values"], dtype=np.int64).reshape(-1),
         )
+        if p and f"{prefix}level_rows.0" in arrays:  # kept from format version 11 on
+            got.level_rows, got.fallback_rows = (
+                [np.asarray(arrays[f"{prefix}{name}.{j}"], dtype=np.float64) for j in range(p)]
+                for name in ("level_rows", "fallback_rows")
+            )
+            for j in range(p):
+                if got.level_rows[j].shape != got.location[j].shape or (
+                    got.fallback_rows[j].shape != got.fallback_location[j].shape
+                ):
+                    raise ValueError(f"numeric model feature {j}: one count per level expected")
         names = ("magnitude", "exponent", "clip", "tail_weight", "parent", "fallback", "discrete", "n_values")
         for name in names:
             if getattr(got, name).shape != (p,):
@@ -479,6 +513,40 @@ def _predictive(r: np.ndarray, m: int) -> np.ndarray:
     return np.where(np.isnan(t), np.nan, np.sign(t) * np.maximum(z, 0.0))
 
 
+def _rows_read_from(
+    codes: np.ndarray, parent: int, rows: np.ndarray, fallback: int, fallback_rows: np.ndarray
+) -> np.ndarray:
+    """Per row: how many training values the location and spread it is read against came from
+    (its parent level's, or its fallback level's when the parent code is *other*)."""
+    level = codes[:, parent]
+    m = rows[level].astype(np.float64)
+    other = level == len(rows) - 2
+    if other.any():
+        m[other] = fallback_rows[codes[other, fallback]] if fallback >= 0 else fallback_rows[0]
+    return m
+
+
+def _level_predictive(r: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """A new row's standardized residuals ``r`` against category levels whose spreads were read from
+    ``m`` training values each, scaled to the spread a new value's residual has.
+
+    A training row helped set its level's median and spread; a new row did
+    not, and both are uncertain where the level is small.  A level's spread
+    is its own over ``m`` values, shrunk towards the pooled one with
+    ``SD_PRIOR_ROWS`` pseudo-values: ``nu = m - 1 + SD_PRIOR_ROWS`` degrees
+    of freedom.  A new value's residual then has variance ``(1 + 1/m) nu /
+    (nu - 2)`` (the location's error, and the mean of ``sigma^2 / s^2``),
+    and is divided by its square root: the variance of the Student t that
+    the predictive distribution is, with a Gaussian's tails: the t's own
+    tails would pull a gross value in to a few Gaussian sd (research notes,
+    section 40).  The tails calibrated on the training rows' residuals then
+    hold for new rows of small levels too.
+    """
+    m = np.maximum(np.asarray(m, dtype=np.float64), 1.0)
+    dof = m - 1.0 + SD_PRIOR_ROWS
+    return np.asarray(r, dtype=np.float64) / np.sqrt((1.0 + 1.0 / m) * dof / (dof - 2.0))
+
+
 def _predictive_inverse(z: np.ndarray, m: int) -> np.ndarray:
     """The standardized residual whose :func:`_predictive` value is ``z``."""
     if m >= FEW_VALUES:
@@ -613,22 +681,22 @@ def _contexts(y: np.ndarray, codes: np.ndarray, n_codes: list[int], exact: np.nd
         if candidate > 1e-12:
             spread = candidate
             break
-    pooled = (-1, np.array([center]), np.array([spread]))
+    pooled = (-1, np.array([center]), np.array([spread]), np.array([float(n)]))
     found = []
     for f in np.flatnonzero(_maybe_parents(y, codes, n_codes)):
         got = _level_effects(y, codes[:, f], n_codes[f], exact)
         if got is not None and got[0] >= MIN_ETA2:
-            found.append((got[0], f, got[1], got[2]))
+            found.append((got[0], f, got[1], got[2], got[3]))
     found.sort(key=lambda t: -t[0])
-    ranked = [(f, loc, sc) for _, f, loc, sc in found[:2]] + [pooled, pooled]
+    ranked = [(f, loc, sc, rows) for _, f, loc, sc, rows in found[:2]] + [pooled, pooled]
     first, second = ranked[0], ranked[1]
-    for f, loc, sc in (first, second):
+    for f, loc, sc, rows in (first, second):
         if f >= 0:
             # The "other" code pools rare and unseen levels: it has no level of
             # its own (its rows use the fallback), so learn nothing for it:
             # three rows of a new merchant must not set what is typical for it.
-            loc[n_codes[f] - 2], sc[n_codes[f] - 2] = pooled[1][0], pooled[2][0]
-    return (*first, *second)
+            loc[n_codes[f] - 2], sc[n_codes[f] - 2], rows[n_codes[f] - 2] = pooled[1][0], pooled[2][0], n
+    return (*first[:3], *second[:3], first[3], second[3])
 
 
 #: A categorical feature whose one-way ANOVA p-value, computed for all features at once, is at least
@@ -691,8 +759,9 @@ def _standardize_one(
 
 def _level_effects(
     y: np.ndarray, level: np.ndarray, k: int, exact: np.ndarray
-) -> tuple[float, np.ndarray, np.ndarray] | None:
-    """Adjusted eta^2 of ``level`` on ``y`` and shrunk per-level (mean, sd), or None if not significant.
+) -> tuple[float, np.ndarray, np.ndarray, np.ndarray] | None:
+    """Adjusted eta^2 of ``level`` on ``y``, shrunk per-level (mean, sd) and the number of values
+    each level's sd was read from, or None if not significant.
 
     ``exact``: the values before dequantization (see :func:`_level_median_mad`)."""
     n = len(y)
@@ -727,7 +796,7 @@ def _level_effects(
     log_sd = np.where((spread_rows > 1) & (sd > 0), np.log(np.maximum(sd, 1e-6 * pooled)), np.log(pooled))
     weight = np.maximum(spread_rows - 1, 0)
     scale = np.exp((weight * log_sd + SD_PRIOR_ROWS * np.log(pooled)) / (weight + SD_PRIOR_ROWS))
-    return eta2, location, scale
+    return eta2, location, scale, spread_rows.astype(np.float64)
 
 
 def _level_median_mad(

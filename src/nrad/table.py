@@ -240,10 +240,10 @@ class TableModel:
                 raw[prep.codes[:, n_cat + k] == SPIKE, j] = spike
         return raw
 
-    def cell_values(self, prep: Prepared, y: np.ndarray | None = None) -> np.ndarray:
+    def cell_values(self, prep: Prepared, y: np.ndarray | None = None, new_rows: bool = False) -> np.ndarray:
         """(n, p) each numeric cell's value given its context, uncompressed (NaN where absent):
         see :meth:`nrad.numeric.NumericModel.residuals`."""
-        return self.numeric.residuals(prep.y if y is None else y, prep.codes)
+        return self.numeric.residuals(prep.y if y is None else y, prep.codes, new_rows)
 
     def cell_residuals(
         self, prep: Prepared, folds: np.ndarray | None = None, y: np.ndarray | None = None
@@ -265,16 +265,17 @@ class TableModel:
             return np.full(y.shape, np.nan)
         smallest = None
         for relations in self.relations:
-            u = relations.standardize(self.reading(relations.reading, y, prep.codes))
+            u = relations.standardize(self.reading(relations.reading, y, prep.codes, folds is None))
             t = self.per_fold(relations.gaussians, relations.residuals, u, folds)
             smallest = t if smallest is None else np.where(np.abs(t) < np.abs(smallest), t, smallest)
         assert smallest is not None
         return smallest
 
-    def reading(self, name: str, y: np.ndarray, codes: np.ndarray) -> np.ndarray:
-        """(n, p) the shaped numbers ``y`` in one of :data:`nrad.gaussian.READINGS` (absent: NaN)."""
+    def reading(self, name: str, y: np.ndarray, codes: np.ndarray, new_rows: bool = False) -> np.ndarray:
+        """(n, p) the shaped numbers ``y`` in one of :data:`nrad.gaussian.READINGS` (absent: NaN);
+        ``new_rows``: see :meth:`nrad.numeric.NumericModel.residuals`."""
         if name == "z":
-            return self.numeric.standardize(y, codes)
+            return self.numeric.standardize(y, codes, new_rows)
         return y if name == "shaped" else self.in_units(y)
 
     def in_units(self, y: np.ndarray) -> np.ndarray:
@@ -305,7 +306,7 @@ class TableModel:
         :meth:`training_folds`): each is read with its own counts left out of
         the category model and scored by the flow that did not see it.
         """
-        z, terms = self.numeric_z(prep.y, prep.codes)
+        z, terms = self.numeric_z(prep.y, prep.codes, new_rows=folds is None)
         missing = np.isnan(z)
         z = self.fill(z, folds)
         terms = terms + self.filled_terms(z, missing)
@@ -326,10 +327,13 @@ class TableModel:
             )
         return self.folds
 
-    def numeric_z(self, y: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def numeric_z(
+        self, y: np.ndarray, codes: np.ndarray, new_rows: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Compressed z (NaN where missing) and each cell's added score (0 where missing): the soft
-        clip's and the tail weight's log-Jacobians, so that the score is a density of the residuals."""
-        raw = self.numeric.standardize(y, codes)
+        clip's and the tail weight's log-Jacobians, so that the score is a density of the residuals.
+        ``new_rows``: see :meth:`nrad.numeric.NumericModel.residuals`."""
+        raw = self.numeric.standardize(y, codes, new_rows)
         z, terms = self.numeric.soft_clip(raw)
         return z, np.nan_to_num(terms) + self.numeric.tail_terms(raw)
 
