@@ -230,6 +230,25 @@ def test_a_column_with_two_values_off_its_mode_is_a_category() -> None:
     assert encode(schema, new).counts["unseen_levels"] == 0  # 0 is the level 0, as text or number
 
 
+def test_a_column_with_two_values_off_its_mode_and_no_lattice_is_a_category() -> None:
+    """0 in 147 of 150 rows, 260 in two and 2040 in one: no spread to read the three by (as a
+    number, its MAD is 0 and every one of them sits tens of sd out).  A count's 0, 1 and 2 lie on
+    a lattice and stay a number, as does a flag of two values."""
+    rng = np.random.default_rng(4)
+    misc = np.zeros(150)
+    misc[[55, 63, 139]] = [2040.0, 260.0, 260.0]
+    count = np.zeros(150)
+    count[[1, 2, 3, 4]] = [1.0, 1.0, 2.0, 1.0]
+    flag = np.zeros(150)
+    flag[[5, 6, 7, 8]] = 1.0
+    df = pd.DataFrame({"misc": misc, "count": count, "flag": flag, "area": rng.lognormal(7, 0.3, 150)})
+    schema = fit_schema(df)
+    kinds = {c.name: c.kind for c in schema.columns}
+    assert kinds == {"misc": "categorical", "count": "numeric", "flag": "numeric", "area": "numeric"}
+    note = schema.columns[schema.names.index("misc")].note
+    assert note.startswith("misc: 147 of its 150 values are 0 and the rest take two values")
+
+
 def test_a_spike_is_a_category_and_the_rest_a_number() -> None:
     rng = np.random.default_rng(1)
     pool = np.where(rng.random(3000) < 0.99, 0.0, rng.uniform(150, 800, 3000).round())

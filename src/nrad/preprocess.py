@@ -40,6 +40,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from nrad.errors import NradError
+from nrad.numeric import lattice_spacing
 
 #: Share of non-missing text values that must parse as numbers for a column to be numeric.
 NUMERIC_PARSE_SHARE = 0.95
@@ -69,6 +70,11 @@ SPIKE_REST_LEVELS = 3
 #: 148 of 150 houses) is read as a category: two values say nothing of a spread, and read as a
 #: number the column is a point mass whose other values cost hundreds of nats or more each.
 MAX_OFF_MODE = 2
+#: Nor does a column of three values off any lattice, one of them in at least ``SPIKE_SHARE`` of
+#: its rows (0 in 147 of 150 rows, 260 in two, 2040 in one): its spread is 0 and read as a number
+#: its other values sit tens of sd out; it is read as a category too.  A count's 0, 1 and 2 lie on
+#: a lattice and stay numbers.
+FEW_OFF_MODE_VALUES = 3
 
 
 def standardization(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -535,6 +541,14 @@ def _numeric_plan(
             mode = _as_text(counts.index[:1].to_series()).iloc[0]
             plan.note = (f"{name}: {len(finite) - off_mode} of its {len(finite)} values are {mode}, too few "
                          "others to read as numbers; read as a category")  # fmt: skip
+        return plan, reason, failures
+    mostly_mode = counts.iloc[0] >= SPIKE_SHARE * len(finite)
+    if distinct == FEW_OFF_MODE_VALUES and mostly_mode and lattice_spacing(finite.to_numpy()) == 0.0:
+        plan, reason, _ = _categorical_plan(name, values if written is None else written)
+        if plan is not None:
+            mode = _as_text(counts.index[:1].to_series()).iloc[0]
+            plan.note = (f"{name}: {len(finite) - off_mode} of its {len(finite)} values are {mode} and "
+                         "the rest take two values, no spread to read them by; read as a category")  # fmt: skip
         return plan, reason, failures
     return ColumnPlan(name, "numeric", fill=float(finite.median()), spike=spike_value(finite)), "", failures
 
