@@ -547,8 +547,10 @@ def _numeric_plan(
         plan, reason, _ = _categorical_plan(name, values if written is None else written)
         if plan is not None:
             mode = _as_text(counts.index[:1].to_series()).iloc[0]
-            plan.note = (f"{name}: {len(finite) - off_mode} of its {len(finite)} values are {mode} and "
-                         "the rest take two values, no spread to read them by; read as a category")  # fmt: skip
+            plan.note = (
+                f"{name}: {len(finite) - off_mode} of its {len(finite)} values are {mode} and the rest "
+                "take two values, no spread to read them by; read as a category"
+            )
         return plan, reason, failures
     return ColumnPlan(name, "numeric", fill=float(finite.median()), spike=spike_value(finite)), "", failures
 
