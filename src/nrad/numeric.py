@@ -27,7 +27,9 @@ Per numeric feature ``j`` (see docs/method.md, section "Tables"):
    tails (Student t with 2 degrees of freedom) in towards Gaussian ones,
    which a flow with a Gaussian base can follow; ``delta = 1`` leaves the
    residuals as they are.  (A feature read from fewer than ``FEW_VALUES``
-   training values is read by its predictive tail first: :func:`_predictive`.)
+   training values is read by its predictive tail first: :func:`_predictive`; a new
+   row's value read against a level, by the spread a new value has given how many
+   values set that level: :func:`_level_predictive`.)
    It is fitted to residuals, not to the column:
    the amounts of 50 merchants together look heavy-tailed, one merchant's
    amounts do not.  The score adds its log-Jacobian (:meth:`NumericModel.tail_terms`),
@@ -221,8 +223,8 @@ class NumericModel:
         off stays as far off as it is, which ``z`` (its tails pulled in) does not keep.
 
         ``new_rows``: the rows were not among the training rows, and a value read against a
-        category level is read by its predictive tail given the values that level's location and
-        spread were read from (:func:`_level_predictive`)."""
+        category level is scaled to the spread a new value has given the values that level's
+        location and spread were read from (:func:`_level_predictive`)."""
         r = np.empty_like(y, dtype=np.float64)
         for j in range(self.n_features):
             r[:, j] = _predictive(_standardize_one(y[:, j], codes, *self._context(j)), int(self.n_values[j]))
