@@ -105,6 +105,23 @@ def test_a_new_row_is_read_against_a_small_level_by_its_predictive_spread() -> N
     assert huge[0, 0] > 34  # a gross value against six rows stays gross
 
 
+def test_a_level_with_no_spread_of_its_own_is_read_with_the_pooled_spread() -> None:
+    """A merchant whose 40 amounts are all 10.00 has no spread of its own: its values off its
+    spike are none, and its spread is the pooled one, read from every row, so a new row against it
+    is read almost as a training row is."""
+    rng = np.random.default_rng(7)
+    merchant = np.r_[np.zeros(40), np.ones(1000), np.full(1000, 2)].astype(np.int64)[:, None]
+    amount = np.exp(np.array([1.0, 3.0, 5.0])[merchant[:, 0]] + rng.normal(0, 0.3, len(merchant)))[:, None]
+    amount[:40, 0] = 10.0
+    numeric = NumericModel.fit(amount, merchant, [5], rng)
+    assert numeric.parent[0] == 0 and numeric.level_rows is not None
+    assert numeric.level_rows[0][0] == len(merchant)
+    codes = np.zeros((1, 1), dtype=np.int64)
+    value = numeric.location[0][:1, None] + 5 * numeric.scale[0][0]
+    new, old = numeric.residuals(value, codes, True), numeric.residuals(value, codes)
+    assert 4.99 < new[0, 0] <= old[0, 0]
+
+
 def test_a_new_merchant_falls_back_to_the_next_context() -> None:
     rng = np.random.default_rng(2)
     amount, merchant, n_codes = _amounts(rng)

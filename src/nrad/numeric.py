@@ -798,7 +798,9 @@ def _level_effects(
     log_sd = np.where((spread_rows > 1) & (sd > 0), np.log(np.maximum(sd, 1e-6 * pooled)), np.log(pooled))
     weight = np.maximum(spread_rows - 1, 0)
     scale = np.exp((weight * log_sd + SD_PRIOR_ROWS * np.log(pooled)) / (weight + SD_PRIOR_ROWS))
-    return eta2, location, scale, spread_rows.astype(np.float64)
+    # A level with no spread of its own (unused, or all its values at its own spike) is read with
+    # the pooled spread, which all n values set.
+    return eta2, location, scale, np.where(spread_rows > 0, spread_rows, float(n)).astype(np.float64)
 
 
 def _level_median_mad(
