@@ -230,7 +230,8 @@ class NumericModel:
             r[:, j] = _predictive(_standardize_one(y[:, j], codes, *self._context(j)), int(self.n_values[j]))
             if new_rows and self.level_rows is not None and self.fallback_rows is not None:
                 if self.parent[j] >= 0 and self.n_values[j] >= FEW_VALUES:
-                    rows = _rows_read_from(
+                    # How many training values the row's location and spread were read from.
+                    rows = _per_row(
                         codes, self.parent[j], self.level_rows[j], self.fallback[j], self.fallback_rows[j]
                     )
                     r[:, j] = _level_predictive(r[:, j], rows)
@@ -515,19 +516,6 @@ def _predictive(r: np.ndarray, m: int) -> np.ndarray:
     return np.where(np.isnan(t), np.nan, np.sign(t) * np.maximum(z, 0.0))
 
 
-def _rows_read_from(
-    codes: np.ndarray, parent: int, rows: np.ndarray, fallback: int, fallback_rows: np.ndarray
-) -> np.ndarray:
-    """Per row: how many training values the location and spread it is read against came from
-    (its parent level's, or its fallback level's when the parent code is *other*)."""
-    level = codes[:, parent]
-    m = rows[level].astype(np.float64)
-    other = level == len(rows) - 2
-    if other.any():
-        m[other] = fallback_rows[codes[other, fallback]] if fallback >= 0 else fallback_rows[0]
-    return m
-
-
 def _level_predictive(r: np.ndarray, m: np.ndarray) -> np.ndarray:
     """A new row's standardized residuals ``r`` against category levels whose spreads were read from
     ``m`` training values each, scaled to the spread a new value's residual has.
@@ -749,14 +737,23 @@ def _standardize_one(
 ) -> np.ndarray:
     if parent < 0:
         return (y - location[0]) / scale[0]
+    loc = _per_row(codes, parent, location, fallback, fallback_location)
+    return (y - loc) / _per_row(codes, parent, scale, fallback, fallback_scale)
+
+
+def _per_row(
+    codes: np.ndarray, parent: int, per_code: np.ndarray, fallback: int, fallback_per_code: np.ndarray
+) -> np.ndarray:
+    """Per row, the entry of ``per_code`` (one per parent code) for its parent code, or of
+    ``fallback_per_code`` for its fallback code when the parent code is *other* (its first entry
+    when there is no fallback feature)."""
     level = codes[:, parent]
-    loc, sc = location[level], scale[level]
-    other = level == len(location) - 2
+    out = per_code[level]
+    other = level == len(per_code) - 2
     if other.any():
         back = codes[other, fallback] if fallback >= 0 else np.zeros(int(other.sum()), dtype=np.int64)
-        loc, sc = loc.copy(), sc.copy()
-        loc[other], sc[other] = fallback_location[back], fallback_scale[back]
-    return (y - loc) / sc
+        out[other] = fallback_per_code[back]
+    return out
 
 
 def _level_effects(

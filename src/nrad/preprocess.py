@@ -536,23 +536,22 @@ def _numeric_plan(
     counts = finite.value_counts()
     off_mode = len(finite) - int(counts.iloc[0])
     if 0 < off_mode <= MAX_OFF_MODE and len(finite) > 2 * MAX_OFF_MODE:
-        plan, reason, _ = _categorical_plan(name, values if written is None else written)
-        if plan is not None:
-            mode = _as_text(counts.index[:1].to_series()).iloc[0]
-            plan.note = (f"{name}: {len(finite) - off_mode} of its {len(finite)} values are {mode}, too few "
-                         "others to read as numbers; read as a category")  # fmt: skip
-        return plan, reason, failures
-    mostly_mode = counts.iloc[0] >= SPIKE_SHARE * len(finite)
-    if distinct == FEW_OFF_MODE_VALUES and mostly_mode and lattice_spacing(finite.to_numpy()) == 0.0:
-        plan, reason, _ = _categorical_plan(name, values if written is None else written)
-        if plan is not None:
-            mode = _as_text(counts.index[:1].to_series()).iloc[0]
-            plan.note = (
-                f"{name}: {len(finite) - off_mode} of its {len(finite)} values are {mode} and the rest "
-                "take two values, no spread to read them by; read as a category"
-            )
-        return plan, reason, failures
-    return ColumnPlan(name, "numeric", fill=float(finite.median()), spike=spike_value(finite)), "", failures
+        why = ", too few others to read as numbers"
+    elif (
+        distinct == FEW_OFF_MODE_VALUES
+        and counts.iloc[0] >= SPIKE_SHARE * len(finite)
+        and lattice_spacing(finite.to_numpy()) == 0.0
+    ):
+        why = " and the rest take two values, no spread to read them by"
+    else:
+        plan = ColumnPlan(name, "numeric", fill=float(finite.median()), spike=spike_value(finite))
+        return plan, "", failures
+    plan, reason, _ = _categorical_plan(name, values if written is None else written)
+    if plan is not None:
+        mode = _as_text(counts.index[:1].to_series()).iloc[0]
+        kept = len(finite) - off_mode
+        plan.note = f"{name}: {kept} of its {len(finite)} values are {mode}{why}; read as a category"
+    return plan, reason, failures
 
 
 def spike_value(values: pd.Series) -> float | None:
