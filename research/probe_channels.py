@@ -10,6 +10,7 @@ traced to the channel and its tail.
 Usage::
 
     python research/probe_channels.py --family transactions --seed 0 --mode detect
+    python research/probe_channels.py --csv ames.csv --id-column rownames --backoff marginal
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import argparse
 import numpy as np
 import pandas as pd
 
+from nrad.categories import BACKOFFS, CategoryModel
 from nrad.cells import category_p_values
 from nrad.evidence import distance_statistic, row_p_values
 from nrad.flags import bh_cutoff
@@ -65,6 +67,19 @@ def channels(model, df: pd.DataFrame, in_sample: bool) -> pd.DataFrame:
     return out
 
 
+def _category_backoff(backoff: str) -> None:
+    """Every category model fitted from here on shares new pairs by ``backoff`` (the model
+    attribute that files of format 11 and before read as "marginal")."""
+    fit = CategoryModel.fit.__func__
+
+    def fit_with(cls: type[CategoryModel], *args: object, **kwargs: object) -> CategoryModel:
+        model = fit(cls, *args, **kwargs)
+        model.backoff = backoff
+        return model
+
+    CategoryModel.fit = classmethod(fit_with)  # type: ignore[method-assign]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--family", default="transactions")
@@ -76,7 +91,14 @@ def main() -> None:
     parser.add_argument("--csv", default=None, help="a table of your own instead (detect only)")
     parser.add_argument("--id-column", default=None)
     parser.add_argument("--rows-of", default="", help="with --csv: ids of rows to show (comma-separated)")
+    parser.add_argument(
+        "--backoff",
+        choices=BACKOFFS,
+        default=CategoryModel.backoff,
+        help="how the category model shares a pair never seen among the child's codes",
+    )
     args = parser.parse_args()
+    _category_backoff(args.backoff)
     pd.set_option("display.width", 200)
     if args.csv:
         from nrad.io import read_table

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from nrad.categories import CategoryModel, edge_discount
+from nrad.cells import category_p_values
 
 
 def _codes(rng: np.random.Generator, n: int = 3000) -> tuple[np.ndarray, list[int]]:
@@ -69,3 +70,53 @@ def test_state_round_trips() -> None:
     meta, arrays = model.to_state("c.")
     again = CategoryModel.from_state(meta, arrays, "c.")
     np.testing.assert_array_equal(model.log_terms(codes), again.log_terms(codes))
+
+
+def _loose_pair_with_a_rare_level(rng: np.random.Generator, n: int = 3000) -> tuple[np.ndarray, list[int]]:
+    """Feature 0: 30 parent levels; 1: a child that mostly follows it, and a rare level (code 4, 0.2%
+    of the rows) that comes with any parent."""
+    parent = rng.integers(0, 30, n)
+    child = np.where(rng.random(n) < 0.8, parent % 3, rng.integers(0, 4, n))
+    child[rng.random(n) < 0.002] = 4
+    return np.column_stack([parent, child]), [32, 7]
+
+
+def test_a_rare_level_seen_with_any_parent_is_not_made_rarer_by_its_parent() -> None:
+    codes, n_codes = _loose_pair_with_a_rare_level(np.random.default_rng(5))
+    model = CategoryModel.fit(codes, n_codes)
+    assert model.parent[1] == 0
+    rare = codes[:, 1] == 4
+    # Each of its rows, read as new (left out), brings a pair seen nowhere else: a row does that
+    # with chance about (pairs seen once) / n, here above 1e-3.  Shared out by the level's
+    # marginal count (0.2%), the chance was 1e-6.
+    p = category_p_values(model, codes[rare], codes[rare])[:, 1]
+    assert rare.sum() >= 2 and p.min() > 2e-4, p
+    model.backoff = "marginal"
+    assert category_p_values(model, codes[rare], codes[rare])[:, 1].min() < 2e-5
+
+
+def test_the_share_of_new_pairs_leaves_a_training_row_out() -> None:
+    codes, n_codes = _loose_pair_with_a_rare_level(np.random.default_rng(6))
+    model = CategoryModel.fit(codes, n_codes)
+    pair_count = {tuple(r): c for r, c in zip(*np.unique(codes, axis=0, return_counts=True), strict=True)}
+    alone = next(i for i, r in enumerate(codes) if pair_count[tuple(r)] == 1)
+    twice = next(i for i, r in enumerate(codes) if pair_count[tuple(r)] == 2)
+    for row in (alone, twice):
+        fresh = CategoryModel.fit(np.delete(codes, row, axis=0), n_codes)
+        child = np.arange(7)
+        own = np.full(7, codes[row, 1]), np.full(7, codes[row, 0])
+        np.testing.assert_allclose(
+            model._novel_share(1, child, *own), fresh._novel_share(1, child, None, None)
+        )
+
+
+def test_a_file_without_the_back_off_shares_new_pairs_by_the_marginal_counts() -> None:
+    codes, n_codes = _loose_pair_with_a_rare_level(np.random.default_rng(7))
+    model = CategoryModel.fit(codes, n_codes)
+    meta, arrays = model.to_state("c.")
+    assert meta["backoff"] == "novel"
+    del meta["backoff"]  # as model files of format 11 and before
+    old = CategoryModel.from_state(meta, arrays, "c.")
+    assert old.backoff == "marginal"
+    model.backoff = "marginal"
+    np.testing.assert_array_equal(old.log_terms(codes), model.log_terms(codes))

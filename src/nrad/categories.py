@@ -20,8 +20,19 @@ Smoothing, so that what was never seen still has a probability:
   brings a pair not seen before, ``(N1 + 1/2) / n`` with ``N1`` the pairs
   seen once: ``D = (N1 + 1/2) / T``.  A relation never broken in training
   (a merchant and its category: no pair seen once) gets a tiny ``D``, so a
-  new pair costs about ``log(n(a) T / ((N1 + 1/2) p(c)))`` nats; a loose one
-  (many pairs seen once) a ``D`` near 1.
+  new pair costs about ``log(n(a) T / ((N1 + 1/2) p_new(c)))`` nats (``p_new`` below); a loose one
+  (many pairs seen once) a ``D`` near 1.  What the discount frees, the chance
+  of a pair not seen before, is shared among the child codes by Good-Turing
+  again: by how many of the pairs seen once have each code, KT-smoothed,
+  ``p_new(c) = (N1(c) + 1/2) / (N1 + K/2)``, so that a pair never seen with
+  code ``c`` has about the chance ``N1(c) / n`` that a row brings one.  A
+  level seen a few times, each with another parent (a rare roof material,
+  any neighbourhood), is new to almost every parent; shared by its marginal
+  count (2 in 3,000) each such pair was a one-in-a-million event, and a
+  real table of rare legitimate levels flagged its rows for them.  A
+  relation never broken (no pair seen once: a merchant and its category)
+  shares it evenly: a row that breaks it is as surprising as a new pair of
+  that parent is, whichever code it brings.
 
 Written here because no well-kept library fits a smoothed Chow-Liu tree on
 integer codes; the graph work (spanning forest, tree order) is scipy's.
@@ -53,6 +64,10 @@ class CategoryModel:
     parent: list[int]
     #: For each child: its joint counts with the parent, as a sparse (parent code x child code) matrix.
     joint: dict[int, sparse.csr_matrix] = field(default_factory=dict)
+    #: How a pair never seen shares the mass the discount frees among the child codes: by how many
+    #: of the pairs seen once have each (``"novel"``), or by their marginal counts (``"marginal"``,
+    #: model files of format 11 and before).
+    backoff: str = "novel"
 
     @classmethod
     def fit(cls, codes: np.ndarray, n_codes: list[int]) -> CategoryModel:
@@ -131,9 +146,30 @@ class CategoryModel:
             # Removing the row empties its own cell if it was the only one there.
             distinct = distinct - (same_parent & (own_count == 1))
             n_ac, n_a = n_ac - own_cell, n_a - same_parent
+        novel = self.backoff != "marginal"
+        shared = self._novel_share(j, child, own_child, own_parent) if novel else marginal
         with np.errstate(invalid="ignore", divide="ignore"):
-            backed_off = (np.maximum(n_ac - discount, 0.0) + discount * distinct * marginal) / n_a
+            backed_off = (np.maximum(n_ac - discount, 0.0) + discount * distinct * shared) / n_a
         return np.log(np.where(n_a > 0, backed_off, marginal))
+
+    def _novel_share(
+        self, j: int, child: np.ndarray, own_child: np.ndarray | None, own_parent: np.ndarray | None
+    ) -> np.ndarray:
+        """Of the pairs never seen before, the share that have each ``child`` code of feature ``j``:
+        Good-Turing's by code, the pairs seen once that have it over all pairs seen once,
+        KT-smoothed; with the pair of a row coded ``(own_child, own_parent)`` left out when given
+        (a pair it was alone in is seen once no more; one it shared with one other row now is)."""
+        table = self.joint[j].tocsc()
+        once = table.copy()
+        once.data = (once.data == 1).astype(np.float64)
+        per_code = np.asarray(once.sum(axis=0)).ravel()  # N1(c): pairs seen once with child code c
+        with_child, total = per_code[child], np.full(len(child), per_code.sum())
+        if own_child is not None and own_parent is not None:
+            own = np.asarray(self.joint[j][own_parent, own_child]).ravel()
+            change = (own == 2).astype(np.float64) - (own == 1)
+            with_child = with_child + change * (child == own_child)
+            total = total + change
+        return (with_child + 0.5) / (total + 0.5 * len(per_code))
 
     # -- the model file ----------------------------------------------------
 
@@ -143,7 +179,7 @@ class CategoryModel:
         for j, table in self.joint.items():
             coo = table.tocoo()
             arrays[f"{prefix}joint.{j}"] = np.vstack([coo.row, coo.col, coo.data]).astype(np.float64)
-        return {"n_codes": self.n_codes, "parent": self.parent}, arrays
+        return {"n_codes": self.n_codes, "parent": self.parent, "backoff": self.backoff}, arrays
 
     @classmethod
     def from_state(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray], prefix: str) -> CategoryModel:
@@ -163,7 +199,14 @@ class CategoryModel:
             joint[j] = sparse.csr_matrix(
                 (data, (rows.astype(np.int64), cols.astype(np.int64))), shape=(n_codes[p], n_codes[j])
             )
-        return cls(n_codes, counts, parent, joint)
+        backoff = str(meta.get("backoff", "marginal"))
+        if backoff not in BACKOFFS:
+            raise ValueError(f"category back-off {backoff!r}, expected one of {', '.join(BACKOFFS)}")
+        return cls(n_codes, counts, parent, joint, backoff)
+
+
+#: The ways a pair never seen shares the discounted mass (see ``CategoryModel.backoff``).
+BACKOFFS = ("novel", "marginal")
 
 
 def edge_discount(table: sparse.csr_matrix) -> float:

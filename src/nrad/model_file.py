@@ -41,6 +41,9 @@ from nrad.preprocess import TableSchema
 from nrad.table import MAX_CELL_FEATURES, TableModel
 
 FORMAT = "nrad-model"
+#: Version 12: the category model says how a pair never seen shares the discounted mass
+#: (``backoff``: by the child codes' continuation counts); a file of version 9 to 11 still reads,
+#: and shares it by the marginal counts, as before.
 #: Version 11: the numeric model keeps how many values each category level's spread was read
 #: from (``level_rows``, ``fallback_rows``); a file of version 9 or 10 still reads, and scores new
 #: rows as before.
@@ -54,8 +57,8 @@ FORMAT = "nrad-model"
 #: each cell tested by its residual and by its value in context), lattice walls, the robust
 #: Gaussian's sparse columns (p-values of earlier versions were calibrated differently: those
 #: files must be refitted).
-FORMAT_VERSION = 11
-READS_VERSIONS = (9, 10, 11)
+FORMAT_VERSION = 12
+READS_VERSIONS = (9, 10, 11, 12)
 MANIFEST, TENSORS = "manifest.json", "tensors.safetensors"
 MAX_MANIFEST_BYTES = 16 * 2**20
 MAX_TENSOR_BYTES = 2 * 2**30
