@@ -290,7 +290,7 @@ def scored_batches(
 
     import torch
 
-    from nrad.threads import torch_thread_pool
+    from nrad.threads import one_blas_thread, torch_thread_pool
 
     def score(frame: pd.DataFrame, start: int) -> tuple[pd.DataFrame, dict[str, int], Any]:
         what = f"{data} (rows {start + 1}-{start + len(frame)})"
@@ -299,7 +299,7 @@ def scored_batches(
 
     threads = torch.get_num_threads()
     start = 0
-    with torch_thread_pool("nrad-score") as pool:
+    with one_blas_thread(), torch_thread_pool("nrad-score") as pool:
         if pool is None:
             for frame in frames:
                 yield score(frame, start)

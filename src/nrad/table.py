@@ -65,6 +65,7 @@ from nrad.nrde import NRDE, fit_together
 from nrad.numeric import FEW_VALUES, NumericModel, dequantize
 from nrad.preprocess import TableSchema, encode, fit_schema
 from nrad.results import EXPLAIN_TOP, beside_input, check_explain, rows_to_explain, strongest_first
+from nrad.threads import on_one_blas_thread
 
 #: The flows score with exponential base tails beyond this many latent sd (NRDE's latent_tail).
 LATENT_TAIL = 4.0
@@ -384,6 +385,7 @@ class TableModel:
             return np.nan_to_num(z)  # the middle of the training values
         return self.per_fold(self.gaussians, lambda g, rows: g.fill(rows, rng=rng), z, folds)
 
+    @on_one_blas_thread
     def score_rows(
         self,
         df: pd.DataFrame,
@@ -418,6 +420,7 @@ class TableModel:
             counts["levels seen only once"] = counts.pop("unseen_levels")
         return out.reset_index(drop=True), counts
 
+    @on_one_blas_thread
     def score(
         self,
         df: pd.DataFrame,
@@ -465,6 +468,7 @@ class TableModel:
 
     # -- explanations ------------------------------------------------------------
 
+    @on_one_blas_thread
     def explain(self, df: pd.DataFrame, what: str = "data", in_sample: bool = False) -> pd.DataFrame:
         """Each row's contribution per input column, in nats (the numbers behind ``top_features``).
 
@@ -480,6 +484,7 @@ class TableModel:
             out.insert(0, self.id_column, df[self.id_column].to_numpy())
         return out
 
+    @on_one_blas_thread
     def describe(
         self,
         df: pd.DataFrame,
@@ -499,6 +504,7 @@ class TableModel:
         ]
 
 
+@on_one_blas_thread
 def fit_table(
     df: pd.DataFrame,
     id_column: str | None = None,

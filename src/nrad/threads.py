@@ -9,13 +9,24 @@ with one torch thread each, ``n`` being torch's thread count (torch, Arrow
 and NumPy release the GIL).  Written here, not taken from a library:
 torch's thread count is one process-wide setting that must be lowered and
 restored around the pool.
+
+NumPy's BLAS runs on one thread too while the table model fits and scores
+(:func:`one_blas_thread`): its linear algebra is thousands of small
+products and least-squares fits (an identity searched per column, a tail
+per cell), each too small to split, and split they wait for a core that
+another busy process holds (``research/probe_blas_threads.py`` times both).
+One thread also sums in one order on every machine, so the same seed gives
+the same scores whatever the core count.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -102,3 +113,51 @@ def run_chunks(
         return [run(c) for c in chunks]
     with torch_thread_pool("nrad-chunks", len(chunks)) as pool:
         return [run(c) for c in chunks] if pool is None else list(pool.map(run, chunks))
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+_blas_lock = threading.Lock()
+_blas_users = 0
+_blas_limits: Any = None
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """NumPy's BLAS on one thread while a caller in the main thread is inside (see the module
+    docstring); nested calls keep it, and the outermost one restores what it was.
+
+    threadpoolctl's limit is one process-wide setting, restored on exit to what it was on
+    entry: worker threads that each set and restored it (batches scored at once by
+    :mod:`nrad.stream`) would restore one another's, and the last to leave could leave it at
+    one thread for good.  So only the main thread sets it; workers run under the main
+    thread's (:func:`nrad.stream.scored_batches` holds it while its workers score).
+    """
+    global _blas_users, _blas_limits
+    from threadpoolctl import threadpool_limits
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    with _blas_lock:
+        if _blas_users == 0:
+            _blas_limits = threadpool_limits(1, user_api="blas")
+        _blas_users += 1
+    try:
+        yield
+    finally:
+        with _blas_lock:
+            _blas_users -= 1
+            if _blas_users == 0:
+                _blas_limits.restore_original_limits()
+                _blas_limits = None
+
+
+def on_one_blas_thread(fn: _F) -> _F:
+    """``fn`` run inside :func:`one_blas_thread`."""
+
+    @functools.wraps(fn)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        with one_blas_thread():
+            return fn(*args, **kwargs)
+
+    return wrapped  # type: ignore[return-value]

@@ -1,0 +1,81 @@
+"""NumPy's BLAS on one thread while the table model works, and back afterwards."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_info, threadpool_limits
+
+from nrad.threads import one_blas_thread
+
+
+def _blas_threads() -> list[int]:
+    return [info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"]
+
+
+@pytest.fixture
+def two_blas_threads() -> Iterator[None]:
+    if not _blas_threads():
+        pytest.skip("NumPy reports no BLAS library to threadpoolctl")
+    with threadpool_limits(2, user_api="blas"):
+        yield
+
+
+def test_one_thread_inside_and_the_limit_back_after(two_blas_threads: None) -> None:
+    with one_blas_thread():
+        assert set(_blas_threads()) == {1}
+        with one_blas_thread():
+            assert set(_blas_threads()) == {1}
+        assert set(_blas_threads()) == {1}  # still inside the outer one
+    assert set(_blas_threads()) == {2}
+
+
+def test_a_worker_thread_leaves_the_limit_to_the_main_thread(two_blas_threads: None) -> None:
+    # Workers that each set and restored the process-wide limit would restore one another's: a
+    # worker inside while the main thread is not changes nothing, and inside the main thread's
+    # it does not end it when it leaves.
+    seen: list[set[int]] = []
+
+    def worker() -> None:
+        with one_blas_thread():
+            pass
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join(10)
+    seen.append(set(_blas_threads()))
+    with one_blas_thread():
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join(10)
+        seen.append(set(_blas_threads()))
+    seen.append(set(_blas_threads()))
+    assert seen == [{2}, {1}, {2}]
+
+
+def test_the_table_model_fits_and_scores_on_one_blas_thread(
+    two_blas_threads: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pandas as pd
+
+    import nrad.table as table
+
+    seen: list[set[int]] = []
+    original = table.Identities.fit.__func__
+
+    def spy(cls: type, *args: Any, **kwargs: Any) -> Any:
+        seen.append(set(_blas_threads()))
+        return original(cls, *args, **kwargs)
+
+    monkeypatch.setattr(table.Identities, "fit", classmethod(spy))
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": rng.normal(size=200), "b": rng.normal(size=200)})
+    model = table.fit_table(frame, random_state=0)
+    assert seen == [{1}]
+    assert set(_blas_threads()) == {2}
+    model.score(frame, fdr=0.1)
+    assert set(_blas_threads()) == {2}
