@@ -15,9 +15,13 @@ ways, in rounds that alternate the two:
   one that does nothing.
 
 ``--busy`` runs a CPU-bound process beside it, as a user's laptop does.
+``--same DIR --datasets A,B`` instead fits the table model both ways on each
+``.npz`` dataset (``X``) and scores it in sample: the largest difference of
+the scores, and each way's AUROC (``y``).
 
     python research/probe_blas_threads.py --rounds 2
     python research/probe_blas_threads.py --rounds 2 --busy
+    python research/probe_blas_threads.py --same DIR --datasets 6_cardio,18_Ionosphere,42_WBC
 """
 
 from __future__ import annotations
@@ -73,11 +77,34 @@ def seconds(fn: Callable[[], object], repeat: int = 1) -> float:
     return (time.perf_counter() - start) / repeat
 
 
+def same_scores(data_dir: Path, names: list[str]) -> None:
+    """Fit and score each dataset both ways; print how far the scores are apart."""
+    from sklearn.metrics import roc_auc_score
+
+    for name in names:
+        data = np.load(data_dir / f"{name}.npz")
+        frame = pd.DataFrame(data["X"], columns=[f"x{i}" for i in range(data["X"].shape[1])])
+        scores = {}
+        for one in (True, False):
+            with blas(one):
+                model = fit_table(frame, random_state=0)
+                scored = model.score(frame, fdr=0.1, in_sample=True, explain="none")[0]
+            scores[one] = scored["anomaly_score"].to_numpy()
+        auroc = [roc_auc_score(data["y"], scores[one]) for one in (True, False)]
+        print(f"{name}: largest score difference {np.abs(scores[True] - scores[False]).max():.3g}, "
+              f"AUROC one thread {auroc[0]:.6f}, default {auroc[1]:.6f}")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--busy", action="store_true", help="a CPU-bound process beside")
+    parser.add_argument("--same", type=Path, default=None, help="a folder of .npz datasets")
+    parser.add_argument("--datasets", default="", help="with --same: dataset names, comma-separated")
     args = parser.parse_args()
+    if args.same is not None:
+        same_scores(args.same, [d for d in args.datasets.split(",") if d])
+        return
     rng = np.random.default_rng(0)
     X = rng.normal(size=(4845, 17))
     y = rng.normal(size=4845)
