@@ -22,7 +22,7 @@ import pandas as pd
 
 from nrad.categories import BACKOFFS, CategoryModel
 from nrad.cells import category_p_values
-from nrad.evidence import distance_statistic, row_p_values
+from nrad.evidence import row_p_values
 from nrad.flags import bh_cutoff
 from nrad.synthetic import FAMILIES
 from nrad.table import fit_table
@@ -32,7 +32,7 @@ def channels(model, df: pd.DataFrame, in_sample: bool) -> pd.DataFrame:
     prep = model.prepare(df)
     folds = model.training_folds(len(df)) if in_sample else None
     scores, z, _ = model.score_prepared(prep, folds)
-    distance = distance_statistic(model.gaussian_distance(z, folds), z.shape[1])
+    distance = model.distance_statistic(z, folds)
     residuals = model.cell_residuals(prep, folds)
     values = model.cell_values(prep)
     tails = model.own_tails if in_sample else model.tails

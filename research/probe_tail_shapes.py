@@ -24,7 +24,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from fdr import NULLS  # noqa: E402
 
 from nrad.calibration import TailModel  # noqa: E402
-from nrad.evidence import distance_statistic  # noqa: E402
 from nrad.table import fit_table  # noqa: E402
 
 LIFTED = 0.8
@@ -37,7 +36,7 @@ def shapes(name: str, seed: int) -> list[dict]:
     scores, z, _ = model.score_prepared(prep, model.folds)
     out = [{"channel": "row score", "shape": TailModel.fit(scores, max_shape=LIFTED).shapes[0]}]
     if z.shape[1]:
-        distance = distance_statistic(model.gaussian_distance(z, model.folds), z.shape[1])
+        distance = model.distance_statistic(z, model.folds)
         out.append(
             {"channel": "robust distance", "shape": TailModel.fit(distance, max_shape=LIFTED).shapes[0]}
         )

@@ -54,7 +54,6 @@ def record_fit(frame: pd.DataFrame, seed: int) -> tuple[Any, dict[str, Any]]:
 def statistics(model: Any, frame: pd.DataFrame, in_sample: bool) -> dict[str, np.ndarray]:
     """What the scored rows' p-values are computed from, channel by channel."""
     from nrad.cells import category_p_values
-    from nrad.evidence import distance_statistic
 
     prep = model.prepare(frame)
     folds = model.training_folds(len(frame)) if in_sample else None
@@ -63,7 +62,7 @@ def statistics(model: Any, frame: pd.DataFrame, in_sample: bool) -> dict[str, np
     cats = category_p_values(model.categories, prep.codes, prep.own_codes if in_sample else None)[:, tested]
     return {
         "score": scores,
-        "distance": distance_statistic(model.gaussian_distance(z, folds), z.shape[1]),
+        "distance": model.distance_statistic(z, folds),
         "residuals": model.cell_residuals(prep, folds),
         "values": model.cell_values(prep),
         "categories": cats,

@@ -171,11 +171,7 @@ def row_p_values(
     own = prep.own_codes if folds is not None else None
     if tails.density is not None and density is None:
         density = model.density_prepared(prep, folds)[0]
-    distance = (
-        distance_statistic(model.gaussian_distance(z, folds), z.shape[1])
-        if tails.distance is not None
-        else None
-    )
+    distance = model.distance_statistic(z, folds) if tails.distance is not None else None
     cells = (
         (model.cell_residuals(prep, folds), model.cell_values(prep, new_rows=folds is None), prep.y)
         if tails.cells is not None

@@ -230,6 +230,13 @@ class TableModel:
             return np.zeros(len(z))
         return self.per_fold(self.gaussians, lambda g, rows: g.distance(rows), self.gaussian_input(z), folds)
 
+    def distance_statistic(self, z: np.ndarray, folds: np.ndarray | None = None) -> np.ndarray:
+        """Each row's robust distance as the Gaussian's own surprise at it
+        (:func:`nrad.evidence.distance_statistic`), on as many dimensions as the Gaussian reads:
+        a wide table's components, not its columns (a distance of 150 over 128 components is
+        ordinary; over 503 columns it would be a chi-square's 1-in-10^50)."""
+        return distance_statistic(self.gaussian_distance(z, folds), self.gaussian_input(z[:1]).shape[1])
+
     def raw_values(self, prep: Prepared) -> np.ndarray:
         """(n, p) the numbers in the table's units, a spike's cells at the spike (NaN where missing)."""
         raw = self.in_units(prep.y)
@@ -594,7 +601,7 @@ def fit_table(
         # ties read as a gap that an exponential tail would not make (nrad.calibration.gap_trim).
         spread = spread_levels(y, ~np.isnan(y), np.random.default_rng(random_state + 1))
         filled = model.fill(model.numeric_z(spread, codes)[0], model.folds)
-        distances = distance_statistic(model.gaussian_distance(filled, model.folds), filled.shape[1])
+        distances = model.distance_statistic(filled, model.folds)
         apart = _standing_apart(distances)
         # A cluster that is most of its category levels is a segment of the table (every US
         # invoice charges no VAT), not a broken batch: it trains the models, and the in-sample
