@@ -42,7 +42,7 @@ from nrad.table import MAX_CELL_FEATURES, TableModel
 
 FORMAT = "nrad-model"
 #: Version 12: the category model says how a pair never seen shares the discounted mass
-#: (``backoff``: by the child codes' continuation counts); a file of version 9 to 11 still reads,
+#: (``backoff``: by the pairs seen once per child code); a file of version 9 to 11 still reads,
 #: and shares it by the marginal counts, as before.
 #: Version 11: the numeric model keeps how many values each category level's spread was read
 #: from (``level_rows``, ``fallback_rows``); a file of version 9 or 10 still reads, and scores new
