@@ -140,7 +140,7 @@ def main() -> None:
     table = pd.DataFrame(rows).groupby(["piece", "blas"], sort=False)["value"].median().unstack()
     table["default / one"] = table["default"] / table["one thread"]
     print(f"\nmedians over {args.rounds} rounds{', beside a busy process' if args.busy else ''}:")
-    print(table.round(2).to_markdown())
+    print(table.round(2).to_string())
 
 
 if __name__ == "__main__":
