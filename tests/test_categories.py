@@ -88,7 +88,7 @@ def test_a_rare_level_seen_with_any_parent_is_not_made_rarer_by_its_parent() -> 
     rare = codes[:, 1] == 4
     # Each of its rows, read as new (left out), brings a pair seen nowhere else: a row does that
     # with chance about (pairs seen once) / n, here above 1e-3.  Shared out by the level's
-    # marginal count (0.2%), the chance was 1e-6.
+    # marginal count (0.2%) as well, it comes out below 2e-5.
     p = category_p_values(model, codes[rare], codes[rare])[:, 1]
     assert rare.sum() >= 2 and p.min() > 2e-4, p
     model.backoff = "marginal"
