@@ -104,7 +104,7 @@ def test_the_share_of_new_pairs_leaves_a_training_row_out() -> None:
     for row in (alone, twice):
         fresh = CategoryModel.fit(np.delete(codes, row, axis=0), n_codes)
         child = np.arange(7)
-        own = np.full(7, codes[row, 1]), np.full(7, codes[row, 0])
+        own = np.full(7, codes[row, 1]), np.full(7, pair_count[tuple(codes[row])])
         np.testing.assert_allclose(
             model._novel_share(1, child, *own), fresh._novel_share(1, child, None, None)
         )

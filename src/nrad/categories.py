@@ -139,6 +139,7 @@ class CategoryModel:
         n_ac = np.asarray(table[parent, child]).ravel()
         n_a = np.asarray(table.sum(axis=1)).ravel()[parent]
         distinct = np.diff(table.indptr)[parent]  # T(a): child codes seen with parent code a
+        own_count = None
         if own_child is not None and own_parent is not None:
             same_parent = parent == own_parent
             own_cell = same_parent & (child == own_child)
@@ -147,26 +148,25 @@ class CategoryModel:
             distinct = distinct - (same_parent & (own_count == 1))
             n_ac, n_a = n_ac - own_cell, n_a - same_parent
         novel = self.backoff != "marginal"
-        shared = self._novel_share(j, child, own_child, own_parent) if novel else marginal
+        shared = self._novel_share(j, child, own_child, own_count) if novel else marginal
         with np.errstate(invalid="ignore", divide="ignore"):
             backed_off = (np.maximum(n_ac - discount, 0.0) + discount * distinct * shared) / n_a
         return np.log(np.where(n_a > 0, backed_off, marginal))
 
     def _novel_share(
-        self, j: int, child: np.ndarray, own_child: np.ndarray | None, own_parent: np.ndarray | None
+        self, j: int, child: np.ndarray, own_child: np.ndarray | None, own_count: np.ndarray | None
     ) -> np.ndarray:
         """Of the pairs never seen before, the share that have each ``child`` code of feature ``j``:
         Good-Turing's by code, the pairs seen once that have it over all pairs seen once,
-        KT-smoothed; with the pair of a row coded ``(own_child, own_parent)`` left out when given
-        (a pair it was alone in is seen once no more; one it shared with one other row now is)."""
-        table = self.joint[j].tocsc()
-        once = table.copy()
-        once.data = (once.data == 1).astype(np.float64)
-        per_code = np.asarray(once.sum(axis=0)).ravel()  # N1(c): pairs seen once with child code c
+        KT-smoothed; with the pair of a row coded ``own_child`` left out when given, ``own_count``
+        being how many training rows share that pair (a pair it was alone in is seen once no
+        more; one it shared with one other row now is)."""
+        table = self.joint[j]
+        # N1(c): the pairs seen once with child code c (the table's entries are pair counts).
+        per_code = np.bincount(table.indices[table.data == 1], minlength=table.shape[1]).astype(np.float64)
         with_child, total = per_code[child], np.full(len(child), per_code.sum())
-        if own_child is not None and own_parent is not None:
-            own = np.asarray(self.joint[j][own_parent, own_child]).ravel()
-            change = (own == 2).astype(np.float64) - (own == 1)
+        if own_child is not None and own_count is not None:
+            change = (own_count == 2).astype(np.float64) - (own_count == 1)
             with_child = with_child + change * (child == own_child)
             total = total + change
         return (with_child + 0.5) / (total + 0.5 * len(per_code))
