@@ -243,3 +243,44 @@ def test_each_shapes_scale_is_its_most_likely_one(cut: float | None, censored: i
         found = minimize_scalar(nll, bounds=bounds, args=(xi,), method="bounded")
         assert loglik >= -found.fun - 1e-9
         assert scale == pytest.approx(np.exp(found.x), rel=1e-4)
+
+
+def test_a_tail_read_far_out_is_the_log_sum_over_its_shapes_and_falls_to_minus_infinity() -> None:
+    from scipy.special import logsumexp
+
+    from nrad.calibration import gpd_log_survival
+
+    rng = np.random.default_rng(5)
+    tail = TailModel.fit(rng.exponential(size=3000) ** 1.2)
+    assert len(tail.shapes) > 1  # averaged over several shapes
+    scores = np.r_[tail.threshold + rng.exponential(size=50) * 5, 1e300, np.inf]
+    excess = np.maximum(scores - tail.threshold, 0.0)
+    parts = [np.log(w) + gpd_log_survival(excess, xi, s)
+             for xi, s, w in zip(tail.shapes, tail.scales, tail.weights, strict=True) if w > 0]  # fmt: skip
+    expected = np.log(tail.n_tail / (tail.n + 1.0)) + logsumexp(parts, axis=0)
+    got = tail._log_tail(scores)
+    np.testing.assert_allclose(got[:-1], expected[:-1], rtol=1e-12)
+    assert got[-1] == -np.inf
+
+
+def test_the_lift_reads_the_poisson_lower_bound_of_each_count() -> None:
+    from scipy.stats import chi2
+
+    from nrad.calibration import LIFT_LEVEL, _poisson_lower_bounds, _table_size
+
+    counts = np.array([1, 2, 7, 63, 64, 65, 1000, 4097])
+    bounds = _poisson_lower_bounds(_table_size(int(counts.max())))[counts]
+    np.testing.assert_allclose(bounds, chi2.ppf(LIFT_LEVEL, 2 * counts) / 2, rtol=1e-10)
+
+
+@pytest.mark.parametrize("n", [2048, 2049, 3000, 4095, 50_000])
+def test_a_long_table_keeps_its_top_scores_and_ranks_spread_below_as_knots(n: int) -> None:
+    from nrad.calibration import MAX_KNOTS, _knots
+
+    calib = np.sort(np.random.default_rng(n).normal(size=n))
+    knots, at_least = _knots(calib)
+    top = MAX_KNOTS // 2
+    spread = np.linspace(0, n - top - 1, MAX_KNOTS - top).round().astype(np.int64)
+    index = np.unique(np.r_[spread, np.arange(n - top, n)])
+    np.testing.assert_array_equal(knots, calib[index])
+    np.testing.assert_array_equal(at_least, n - index)

@@ -40,6 +40,7 @@ measures it on tables with no anomalies (docs/method.md, section 9).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -221,16 +222,12 @@ class TailModel:
         a Poisson mean given ``c`` (``chi2(0.05, 2c) / 2``); the largest
         shortfall sets the lift, kept beyond the last fitted score too.
         """
-        from scipy.special import gammaincinv
-
         n = calib.size
         # The trimmed scores above are not the model's to cover (they may be the anomalies), nor
         # are the top LIFT_SKIP of the rows: a few wild scores among them would lift the whole tail.
         fitted = fitted[: max(len(fitted) - int(LIFT_SKIP * n), 1)]
         count = n - np.searchsorted(calib, fitted, side="left") - self.n_trimmed
-        # chi2.ppf(level, 2c) / 2 is gammaincinv(c, level) (scipy's own chi2 quantile), without
-        # scipy.stats' per-call checks, which cost more than the tail fit at a thousand tails.
-        needed = gammaincinv(count, LIFT_LEVEL) / (n + 1.0)
+        needed = _poisson_lower_bounds(_table_size(int(count.max())))[count] / (n + 1.0)
         model = self._tail(fitted)
         return float(max(1.0, np.max(needed / np.maximum(model, 1e-300))))
 
@@ -240,12 +237,15 @@ class TailModel:
 
     def _log_tail(self, s: np.ndarray) -> np.ndarray:
         """:meth:`_tail` in logs (a score far out keeps its order where the p-value underflows)."""
-        from scipy.special import logsumexp
-
         excess = np.maximum(np.asarray(s, dtype=np.float64) - self.threshold, 0.0)
-        parts = [np.log(w) + gpd_log_survival(excess, xi, sigma)
-                 for xi, sigma, w in zip(self.shapes, self.scales, self.weights, strict=True) if w > 0]  # fmt: skip
-        return np.log(self.n_tail / (self.n + 1.0)) + logsumexp(parts, axis=0)
+        fits = zip(self.shapes, self.scales, self.weights, strict=True)
+        parts = np.array([np.log(w) + gpd_log_survival(excess, xi, sigma) for xi, sigma, w in fits if w > 0])
+        # log-sum-exp over the shapes, by hand: scipy's logsumexp checks its arguments at a cost
+        # larger than the sum's, and a wide table reads thousands of tails.
+        top = parts.max(axis=0)
+        top = np.where(np.isfinite(top), top, 0.0)
+        with np.errstate(divide="ignore"):
+            return np.log(self.n_tail / (self.n + 1.0)) + top + np.log(np.exp(parts - top).sum(axis=0))
 
     def p_values(self, scores: np.ndarray) -> np.ndarray:
         """p-value of each score (higher score = more anomalous)."""
@@ -342,9 +342,30 @@ def _knots(calib: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     else:
         top = MAX_KNOTS // 2
         spread = np.linspace(0, n - top - 1, MAX_KNOTS - top).round().astype(np.int64)
-        index = np.unique(np.r_[spread, np.arange(n - top, n)])
+        # Sorted, below the top ones, repeated where the ranks are fewer than the knots: the
+        # repeats dropped by comparing neighbours (np.unique's sort costs more, a thousand tails over).
+        spread = spread[np.r_[True, spread[1:] != spread[:-1]]]
+        index = np.r_[spread, np.arange(n - top, n)]
     knots = calib[index]
     return knots, (n - np.searchsorted(calib, knots, side="left")).astype(np.float64)
+
+
+def _table_size(largest: int) -> int:
+    """The power of two above ``largest``: the size of the table of bounds read for counts up to it."""
+    return 1 << max(int(largest).bit_length(), 6)
+
+
+@lru_cache(maxsize=32)
+def _poisson_lower_bounds(size: int) -> np.ndarray:
+    """For each count ``c`` in ``[0, size)``: the one-sided ``1 - LIFT_LEVEL`` lower confidence bound
+    of a Poisson mean given ``c`` events, ``chi2.ppf(LIFT_LEVEL, 2 c) / 2 = gammaincinv(c,
+    LIFT_LEVEL)`` (scipy's own chi-square quantile).  A table, because every tail fit reads it at
+    hundreds of counts and a wide table fits thousands of tails; read-only."""
+    from scipy.special import gammaincinv
+
+    bounds = gammaincinv(np.arange(size, dtype=np.float64), LIFT_LEVEL)
+    bounds.flags.writeable = False
+    return bounds
 
 
 def _as_exponential(calib: np.ndarray, k: int, max_shape: float, most: int) -> np.ndarray:

@@ -169,7 +169,8 @@ class Identities:
         """From (n, p) training values in the table's units (NaN where missing) and the (n, c)
         codes of the categorical features, of which feature ``f`` has ``n_codes[f]`` codes (its
         last two: rare levels pooled, and missing)."""
-        values = np.asarray(values, dtype=np.float64)
+        # Column-major: the search reads a few columns' rows at a time, hundreds of times over.
+        values = np.asfortranarray(values, dtype=np.float64)
         n, p = values.shape
         rng = np.random.default_rng(random_state)
         present = np.isfinite(values).mean(axis=0) >= MIN_PRESENT if n else np.zeros(p, dtype=bool)
@@ -179,7 +180,7 @@ class Identities:
         typical = _typical(values)
         if len(columns) < 2 or n < MIN_ROWS:
             return cls._of(found, step, typical)
-        logs = _logs(values)
+        logs = np.asfortranarray(_logs(values))
         positive = columns[np.isfinite(logs[:, columns]).mean(axis=0) >= MIN_PRESENT]
         everywhere = np.ones(n, dtype=bool)
         in_units = _Form(values, values, step, typical, False, rng)
@@ -472,17 +473,22 @@ class _Form:
         fit_rows = (
             rows if len(rows) <= MAX_FIT_ROWS else np.sort(rng.choice(rows, MAX_FIT_ROWS, replace=False))
         )
-        X, y = _design(form_values[fit_rows], predictors), form_values[fit_rows, a]
+        # The identity's own columns alone are copied, the response first and then the predictors
+        # (in their order, which is ascending): a wide table searches each of its hundreds of
+        # columns, and copying every column's rows for each would cost more than the fits.
+        local = np.arange(1, len(cols))
+        block = form_values[np.ix_(fit_rows, cols)]
+        X, y = _design(block, local), block[:, 0]
         # Resistant least squares: the rows whose values are all in their columns' bulk (a value 1000
         # times too large would pull a first fit through itself), then the half of all rows that fit
         # fits best, then the rows within rounding.
-        bulk = _bulk(form_values[np.ix_(fit_rows, cols)])
+        bulk = _bulk(block)
         start = bulk if bulk.sum() >= need else np.ones(len(fit_rows), dtype=bool)
         beta = np.linalg.lstsq(X[start], y[start], rcond=None)[0]
         off = np.abs(y - X @ beta)
         best = off <= np.median(off)
         beta = np.linalg.lstsq(X[best], y[best], rcond=None)[0]
-        tol = _tolerance(units[fit_rows], step, a, predictors, beta[1:], log)
+        tol = _tolerance(units[np.ix_(fit_rows, cols)], step[cols], 0, local, beta[1:], log)
         inside = np.abs(y - X @ beta) <= tol
         if inside.sum() < need:
             return None
@@ -491,11 +497,18 @@ class _Form:
         # Scaled so that u' gram u is the variance of the fitted relation at a row u.
         dof = max(int(inside.sum()) - X.shape[1], 1)
         gram_small = np.linalg.pinv(X[inside].T @ X[inside]) * float(residual @ residual) / dof
+        # Over [intercept, the local columns] (the response's own slot 0) to read every row's
+        # distance off it, then over [intercept, all p features] to keep.
+        m = len(cols)
+        coef_local, gram_local = np.zeros(m + 1), np.zeros((m + 1, m + 1))
+        coef_local[np.r_[0, local + 1]] = beta
+        gram_local[np.ix_(np.r_[0, local + 1], np.r_[0, local + 1])] = gram_small
+        block = np.ix_(rows, cols)
+        all_off, all_tol = _off(form_values[block], units[block], step[cols], 0, coef_local, gram_local, log)
         coef, gram = np.zeros(p + 1), np.zeros((p + 1, p + 1))
         place = np.r_[0, predictors + 1]
         coef[place] = beta
         gram[np.ix_(place, place)] = gram_small
-        all_off, all_tol = _off(form_values[rows], units[rows], step, a, coef, gram, log)
         spread = 1.4826 * float(np.median(np.abs(form_values[rows, a] - np.median(form_values[rows, a]))))
         if not np.median(all_tol) <= MAX_TOLERANCE_SHARE * spread:
             return None
@@ -523,5 +536,5 @@ def _off(
     off = np.abs(form_values[:, a] - u @ np.r_[coef[0], beta])
     place = np.r_[0, predictors + 1]
     g = gram[np.ix_(place, place)]
-    se = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", u, g, u), 0.0))
+    se = np.sqrt(np.maximum(((u @ g) * u).sum(axis=1), 0.0))  # einsum would loop without BLAS
     return off, _tolerance(units, step, a, predictors, beta, log) + SE_MARGIN * se
