@@ -536,5 +536,5 @@ def _off(
     off = np.abs(form_values[:, a] - u @ np.r_[coef[0], beta])
     place = np.r_[0, predictors + 1]
     g = gram[np.ix_(place, place)]
-    se = np.sqrt(np.maximum(((u @ g) * u).sum(axis=1), 0.0))  # einsum would loop without BLAS
+    se = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", u, g, u), 0.0))
     return off, _tolerance(units, step, a, predictors, beta, log) + SE_MARGIN * se
