@@ -210,3 +210,13 @@ def test_a_wide_tables_pairs_credited_for_candidates_only_name_the_same_columns(
     assert limited == every
     assert all("x0" in top and "x1" in top for top in limited[0][:5]), limited[0][:5]
     assert all(top.startswith("x7") for top in limited[0][5:10]), limited[0][5:10]
+
+
+def test_a_repair_that_is_zero_but_for_rounding_reads_zero() -> None:
+    from nrad.explain import _short, _zero_below_rounding
+
+    lo, hi, fit = _zero_below_rounding(1.13, 3.25, 8.881784197001252e-17)
+    assert (lo, hi, _short(fit)) == (1.13, 3.25, "0")
+    # A small value that is a real one stays: beside a range of 0.001 to 0.002, and in a range of its own size.
+    assert _zero_below_rounding(0.001, 0.002, 3e-7) == (0.001, 0.002, 3e-7)
+    assert _zero_below_rounding(-2e-17, 1e-16, 5e-17) == (-2e-17, 1e-16, 5e-17)

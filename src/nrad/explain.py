@@ -421,6 +421,7 @@ def _numeric_reason(model: TableModel, prep: Prepared, i: int, j: int, raw: Any,
     step = float(numeric.discrete[j])
     if step > 0:  # a count or price: typical values on its lattice ("1", not "0.7782 to 1.436")
         lo, hi, fit = (float(np.round(v / step) * step) for v in (lo, hi, fit))
+    lo, hi, fit = _zero_below_rounding(lo, hi, fit)
     show = _clock if name.endswith(".hour") else _short
     value = _clock(_hour(raw)) if name.endswith(".hour") else _number(raw)
     typical = show(lo) if show(lo) == show(hi) else f"{show(lo)} to {show(hi)}"
@@ -511,6 +512,16 @@ def _short(value: float) -> str:
     if not np.isfinite(v):
         return str(v)
     return f"{v:.0f}" if 100 <= abs(v) < 1e7 else f"{v:.3g}"
+
+
+def _zero_below_rounding(lo: float, hi: float, fit: float) -> tuple[float, float, float]:
+    """The typical range and the repair, with what is 0 but for rounding shown as 0.
+
+    The shape and context transforms and their inverses leave a 0 at 1e-17 ("8.88e-17 would
+    fit the rest of this row" beside a typical range of 1.1 to 3.3): a value below a billionth
+    of the typical values' size is that 0."""
+    size = max(abs(lo), abs(hi))
+    return tuple(0.0 if abs(v) < 1e-9 * size else v for v in (lo, hi, fit))  # type: ignore[return-value]
 
 
 def _number(value: Any) -> str:
