@@ -46,6 +46,7 @@ import numpy as np
 from scipy import stats
 
 from nrad.numeric import LATTICE_MIN_LEVELS
+from nrad.rowwise import rows_times
 
 #: Share of the rows the MCD fits (its breakdown point is 1 - this).
 SUPPORT = 0.75
@@ -171,7 +172,9 @@ class RobustGaussian:
         z = np.array(z, dtype=np.float64)
         if self.sparse is not None:
             z[:, self.sparse] = self.location[self.sparse]
-        return 0.5 * _mahalanobis2(z, self.location, self.precision)
+        centred = z - self.location
+        # Row by row (a row's distance the same whatever rows it is scored with: nrad.rowwise).
+        return 0.5 * np.einsum("ij,jk,ik->i", centred, self.precision, centred)
 
     def negative_log_density(self, z: np.ndarray) -> np.ndarray:
         """``-log N(z; location, scatter)`` of each complete row (nats)."""
@@ -191,7 +194,7 @@ class RobustGaussian:
         clipped = np.clip(z, -bound, bound)
         diag = np.diag(self.precision)
         own = np.where(np.isnan(raw), clipped, raw)
-        t = (clipped - self.location) @ self.precision + diag * (own - clipped)
+        t = rows_times(clipped - self.location, self.precision) + diag * (own - clipped)
         return np.where(np.isnan(raw), np.nan, t / np.sqrt(diag))
 
     def fill(
@@ -219,7 +222,7 @@ class RobustGaussian:
             q_mo = self.precision[np.ix_(m, o)]
             limit = np.broadcast_to(bound, (self.n_features,))[o]
             centred = np.clip(z[np.ix_(rows, o)], -limit, limit) - self.location[o]
-            mean = self.location[m] - np.linalg.solve(q_mm, q_mo @ centred.T).T
+            mean = self.location[m] - rows_times(centred, np.linalg.solve(q_mm, q_mo).T)
             if rng is not None:
                 # Cov[z_m | z_o] = Q_mm^-1 = L^-T L^-1 for Q_mm = L L^T, so L^-T e has it.
                 chol = np.linalg.cholesky(q_mm)
@@ -302,8 +305,11 @@ def _log_det(cov: np.ndarray) -> float:
 
 
 def _mahalanobis2(z: np.ndarray, mean: np.ndarray, precision: np.ndarray) -> np.ndarray:
+    """Squared Mahalanobis distances while fitting: a matrix product and a row sum, which BLAS makes
+    40 times faster than einsum's loops at a hundred columns (scoring reads rows one by one:
+    :meth:`RobustGaussian.distance`)."""
     centred = z - mean
-    return np.einsum("ij,jk,ik->i", centred, precision, centred)
+    return ((centred @ precision) * centred).sum(axis=1)
 
 
 def _consistency(d2: np.ndarray, expected: float) -> float:

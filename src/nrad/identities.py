@@ -58,6 +58,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nrad.rowwise import rows_times
+
 #: An identity may be broken by at most this share of the rows it is fitted on (a table fitted on
 #: itself holds its errors), and by at least one row.
 MAX_BROKEN = 0.01
@@ -413,8 +415,8 @@ def _tolerance(
         # d log x = dx / x: a half digit of a small value is a large share of it.
         with np.errstate(divide="ignore", invalid="ignore"):
             rel = half / np.abs(units)
-        return rel[:, a] + rel[:, predictors] @ np.abs(beta) + FLOAT_ERROR
-    size = np.abs(units[:, a]) + np.abs(units[:, predictors]) @ np.abs(beta)
+        return rel[:, a] + rows_times(rel[:, predictors], np.abs(beta)) + FLOAT_ERROR
+    size = np.abs(units[:, a]) + rows_times(np.abs(units[:, predictors]), np.abs(beta))
     return half[a] + half[predictors] @ np.abs(beta) + FLOAT_ERROR * size
 
 
@@ -533,7 +535,7 @@ def _off(
     predictors = predictors[predictors != a]
     beta = coef[1:][predictors]
     u = np.column_stack([np.ones(len(form_values)), form_values[:, predictors]])
-    off = np.abs(form_values[:, a] - u @ np.r_[coef[0], beta])
+    off = np.abs(form_values[:, a] - rows_times(u, np.r_[coef[0], beta]))
     place = np.r_[0, predictors + 1]
     g = gram[np.ix_(place, place)]
     se = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", u, g, u), 0.0))

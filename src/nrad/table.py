@@ -65,6 +65,7 @@ from nrad.nrde import NRDE, fit_together
 from nrad.numeric import FEW_VALUES, NumericModel, dequantize
 from nrad.preprocess import TableSchema, encode, fit_schema
 from nrad.results import EXPLAIN_TOP, beside_input, check_explain, rows_to_explain, strongest_first
+from nrad.rowwise import rows_times
 from nrad.threads import on_one_blas_thread
 
 #: The flows score with exponential base tails beyond this many latent sd (NRDE's latent_tail).
@@ -361,7 +362,7 @@ class TableModel:
         u = self.flow_input(z)
         score = self.per_fold(self.detectors, lambda d, rows: d.anomaly_score(rows), u, folds)
         if self.basis is not None:
-            rest = z - u @ self.basis.T
+            rest = z - rows_times(u, self.basis.T)
             p, q = self.basis.shape
             score = (
                 score
@@ -372,11 +373,11 @@ class TableModel:
 
     def flow_input(self, z: np.ndarray) -> np.ndarray:
         """What the flows read: ``z``, or a wide table's leading components ``z @ basis``."""
-        return z if self.basis is None else z @ self.basis
+        return z if self.basis is None else rows_times(z, self.basis)
 
     def gaussian_input(self, z: np.ndarray) -> np.ndarray:
         """What the robust Gaussian reads: ``z``, or the components when the table is too wide."""
-        return z if self.basis is None or z.shape[1] <= MAX_CELL_FEATURES else z @ self.basis
+        return z if self.basis is None or z.shape[1] <= MAX_CELL_FEATURES else rows_times(z, self.basis)
 
     def fill(
         self, z: np.ndarray, folds: np.ndarray | None = None, rng: np.random.Generator | None = None
