@@ -389,6 +389,9 @@ def number_format_of(text: pd.Series) -> str:
 #: Minus signs other than the ASCII hyphen that exports write before a number.
 _MINUS = "^[\u2212\u2012\u2013\ufe63\uff0d](?=[\\d.,(])"
 
+#: A number whose minus sign follows it (no other minus before it).
+_TRAILING_MINUS = r"^[^-]*\d[^-\d]*-$"
+
 #: What exports put around a number: currency signs and codes, percent signs, spaces.
 _DECORATION = r"[\s$€£¥%']|\b(?:USD|EUR|GBP|CHF|JPY)\b"
 
@@ -397,7 +400,11 @@ def _normalize_numbers(text: pd.Series, number_format: str) -> pd.Series:
     """``(1.234,56 €)`` -> ``-1234.56``: decoration off, accounting negatives signed, separators out."""
     # Spreadsheets and typeset reports write the minus as U+2212 (or a dash); Python reads only "-".
     out = text.str.strip().str.replace(_MINUS, "-", regex=True)
-    negative = out.str.match(r"^\(.*\)$", na=False)
+    # Accounting negatives in brackets, and the sign after the number that SAP and mainframe
+    # exports write ("1.234,56-").
+    trailing = out.str.match(_TRAILING_MINUS, na=False)
+    negative = out.str.match(r"^\(.*\)$", na=False) | trailing
+    out = out.where(~trailing, out.str[:-1])
     out = out.str.replace(r"[()]", "", regex=True).str.replace(_DECORATION, "", regex=True)
     # Only separators that group thousands go: "1,5" in a column of decimal points stays
     # unreadable (a parse failure, counted), not fifteen.
