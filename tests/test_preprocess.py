@@ -91,6 +91,25 @@ def test_identifiers_are_found_and_measurements_are_not() -> None:
     assert schema.identifiers == ["txn"] and schema.names == ["x"]
 
 
+def test_a_column_of_distinct_numbers_with_a_few_unreadable_cells_is_no_identifier() -> None:
+    # Amounts with cents are all distinct; one in six carries a word. Left out as a key, the user's
+    # amounts would be gone with a note calling them an identifier: read as a category that says why.
+    n = 120
+    rng = np.random.default_rng(4)
+    amounts = [f"{v:.2f}" if i % 6 else f"{v:.2f} approx" for i, v in enumerate(rng.lognormal(7, 1, n))]
+    times = pd.date_range("2024-01-01", periods=n, freq="37min").strftime("%Y-%m-%d %H:%M")
+    stamps = [t if i % 5 else f"{t} (corrected)" for i, t in enumerate(times)]
+    keys = [str(v) if i % 9 else f"{v}-B" for i, v in enumerate(rng.permutation(np.arange(n)) + 1000)]
+    assert not is_identifier(pd.Series(amounts, name="amount"))
+    assert not is_identifier(pd.Series(stamps, name="stamp"))
+    assert is_identifier(pd.Series(keys, name="ref"))  # integers in sequence where they read: a key
+    schema = fit_schema(pd.DataFrame({"amount": amounts, "stamp": stamps, "x": rng.normal(size=n)}))
+    assert schema.identifiers == []
+    notes = {c.name: c.note for c in schema.columns}
+    assert "amount: 83% of its values are numbers" in notes["amount"]
+    assert "stamp: 100% of its values look like dates" in notes["stamp"]
+
+
 def test_day_first_dates_are_read_the_same_in_every_table() -> None:
     # Both tables start with a date that also reads month-first; only the format decided at fit time
     # keeps 05/03 meaning 5 March in the second table.

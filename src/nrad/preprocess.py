@@ -276,9 +276,13 @@ def is_identifier(col: pd.Series) -> bool:
         return False
     text = col.astype("string")
     parsed, _ = _numeric_parse(text)
-    if parsed.notna().mean() >= NUMERIC_PARSE_SHARE:
-        return is_identifier(parsed.astype("Int64").rename(col.name)) if (parsed % 1 == 0).all() else False
-    return _datetime_kind(col) is None
+    if parsed.notna().mean() >= LOOKS_NUMERIC_SHARE:
+        # Numbers, or mostly numbers with a few cells that do not read (amounts, one in six with a
+        # word after it): measurements unless the numbers are keys; such a column is read as a
+        # category with a note naming the cells, not left out as an identifier.
+        numbers = parsed.dropna()
+        return is_identifier(numbers.astype("Int64").rename(col.name)) if (numbers % 1 == 0).all() else False
+    return _datetime_kind(col) is None and _looks_like_dates(col) < LOOKS_NUMERIC_SHARE
 
 
 def _named_like_key(name: str) -> bool:
