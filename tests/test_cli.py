@@ -99,7 +99,8 @@ def _installed() -> list[str]:
     [
         (["detct"], "No such command 'detct'"),
         (["detect"], "Missing argument"),
-        (["detect", "x.csv", "--id", "t"], "No such option: --id"),
+        (["detect", "x.csv", "--id", "t"], "No such option: --id. Did you mean --id-column?"),
+        (["detect", "x.csv", "--idx", "t"], "No such option: --idx"),
         (["detect", "x.csv", "--fdr", "abc"], "Invalid value for '--fdr'"),
         (["score", "x.csv"], "Missing option '--model'"),
     ],

@@ -435,6 +435,13 @@ def _report_usage_error(exc: Any) -> int:
         typer.echo(ctx.get_help())
         return EXIT_BAD_INPUT
     message = " ".join(str(exc.format_message()).split())
+    if type(exc).__name__ == "NoSuchOption" and ctx is not None:
+        # click suggests options that look alike, not the ones the mistake begins: "--id" is
+        # "--id-column" cut short, which its similarity cutoff does not offer.
+        given = str(exc.option_name)
+        longer = sorted({o for p in ctx.command.params for o in getattr(p, "opts", []) if o.startswith(given)})
+        if longer:
+            message = f"No such option: {given}. Did you mean {' or '.join(longer)}?"
     typer.echo(f"error: {message} (see '{command} --help')", err=True)
     code = getattr(exc, "exit_code", EXIT_BAD_INPUT)
     return EXIT_BAD_INPUT if code in (None, 1) else int(code)
