@@ -439,7 +439,8 @@ def _report_usage_error(exc: Any) -> int:
         # click suggests options that look alike, not the ones the mistake begins: "--id" is
         # "--id-column" cut short, which its similarity cutoff does not offer.
         given = str(exc.option_name)
-        longer = sorted({o for p in ctx.command.params for o in getattr(p, "opts", []) if o.startswith(given)})
+        options = {o for param in ctx.command.params for o in getattr(param, "opts", [])}
+        longer = sorted(o for o in options if o.startswith(given))
         if longer:
             message = f"No such option: {given}. Did you mean {' or '.join(longer)}?"
     typer.echo(f"error: {message} (see '{command} --help')", err=True)
