@@ -1226,3 +1226,138 @@ def make_invoices(
 #: A family written to judge the flags and the names on a table of exact relations (money computed
 #: from money) in the forms exports write.
 FAMILIES["invoices"] = make_invoices
+
+
+BOOKING_KINDS = (
+    "total_missing_digit",
+    "over_capacity",
+    "rate_in_cents",
+    "zero_nights",
+    "suite_at_single_price",
+    "tax_for_other_hotel",
+    "negative_lead_time",
+    "arrival_year_typo",
+)
+
+
+def make_bookings(
+    n_rows: int = 3000,
+    n_anomalies: int = 20,
+    random_state: int = 0,
+    missing_rate: float = 0.02,
+    kinds: tuple[str, ...] | None = None,
+) -> PlantedTable:
+    """Hotel bookings as a property-management system exports them, 16 columns: reference, arrival
+    date, hotel (two city hotels, a resort, a lodge), room type and its capacity's guests (adults,
+    children), nights, days booked ahead, channel, the nightly rate (the hotel's and room's base,
+    the season's factor, a corporate discount), the city tax (the hotel's tax per adult and night),
+    the total (nights times rate plus the tax: exact), a deposit (0 in most rows, else a fifth of
+    the total), breakfast, the guest's country and whether it was cancelled.
+
+    Planted, each an error a front desk or an interface makes: ``total_missing_digit`` (the total
+    a tenth of itself: total), ``over_capacity`` (three guests more than the room holds: adults,
+    room_type), ``rate_in_cents`` (the rate 100 times: rate, total), ``zero_nights`` (0 nights,
+    the total kept: nights), ``suite_at_single_price`` (a single room booked as a suite at the
+    single's rate: rate, room_type), ``tax_for_other_hotel`` (another hotel's city tax: city_tax,
+    hotel), ``negative_lead_time`` (booked after arrival: lead_days), ``arrival_year_typo`` (the
+    year typed 2204: arrival).  ``rare``: stays of three weeks or more, legitimate.
+    """
+    import pandas as pd
+
+    rng = np.random.default_rng(random_state)
+    n = n_rows
+    hotels = np.array(["City Centre", "Airport", "Seaside Resort", "Mountain Lodge"])
+    rooms = np.array(["single", "double", "family", "suite"])
+    capacity = np.array([1, 2, 4, 3])
+    base = np.array([[95, 140, 190, 320], [80, 110, 150, 240], [120, 170, 230, 410], [100, 150, 210, 350]])
+    tax = np.array([2.5, 1.5, 3.0, 2.0])
+    room_p = np.array([[0.35, 0.45, 0.1, 0.1], [0.5, 0.4, 0.05, 0.05], [0.05, 0.5, 0.35, 0.1],
+                       [0.1, 0.5, 0.3, 0.1]])  # fmt: skip
+    hotel = rng.choice(4, size=n, p=[0.35, 0.25, 0.25, 0.15])
+    room = np.array([rng.choice(4, p=room_p[h]) for h in hotel])
+    adults = np.array([1 if c == 1 else int(rng.integers(1, min(c, 2) + 1)) for c in capacity[room]])
+    children = np.array([int(rng.integers(0, c - a + 1)) if r == 2 else 0
+                         for r, c, a in zip(room, capacity[room], adults, strict=True)])  # fmt: skip
+    resort = np.isin(hotel, [2, 3])
+    nights = 1 + rng.poisson(np.where(resort, 5.0, 1.2))
+    long_stay = rng.random(n) < 0.006
+    nights = np.where(long_stay, rng.integers(21, 29, n), nights)
+    arrival = pd.Timestamp("2024-01-01") + pd.to_timedelta(rng.integers(0, 366, n), "D")
+    month = arrival.month.to_numpy()
+    season = np.where(resort, 1 + 0.4 * ((month >= 6) & (month <= 8)) + 0.25 * ((month == 12) | (month <= 2)), 1.0)
+    channel = rng.choice(["web", "agency", "phone", "corporate"], size=n, p=[0.55, 0.2, 0.1, 0.15])
+    discount = np.where((channel == "corporate") & ~resort, 0.85, 1.0)
+    rate = np.round(base[hotel, room] * season * discount * np.exp(rng.normal(0, 0.05, n)), 2)
+    city_tax = np.round(tax[hotel] * adults * nights, 2)
+    total = np.round(nights * rate + city_tax, 2)
+    deposit = np.where(rng.random(n) < 0.3, np.round(0.2 * total, 2), 0.0)
+    df = pd.DataFrame(
+        {
+            "booking_ref": [f"BK{random_state:03d}{i:06d}" for i in range(n)],
+            "arrival": arrival.strftime("%Y-%m-%d"),
+            "hotel": hotels[hotel].astype(object),
+            "room_type": rooms[room].astype(object),
+            "adults": adults,
+            "children": children,
+            "nights": nights.astype(int),
+            "lead_days": np.round(rng.exponential(np.where(resort, 70.0, 25.0))).astype(int),
+            "channel": channel.astype(object),
+            "rate": rate,
+            "city_tax": city_tax,
+            "total": total,
+            "deposit": deposit,
+            "breakfast": rng.choice(["yes", "no"], size=n, p=[0.6, 0.4]).astype(object),
+            "country": rng.choice(["DE", "NL", "FR", "UK", "US", "IT", "CH", "PL"], size=n,
+                                  p=[0.35, 0.15, 0.12, 0.1, 0.08, 0.08, 0.07, 0.05]).astype(object),  # fmt: skip
+            "cancelled": np.where(rng.random(n) < 0.08, "yes", "no").astype(object),
+        }
+    )
+    kinds = kinds or BOOKING_KINDS
+    rows = _planted_rows(n, n_anomalies, rng)
+    records = []
+    for k, row in enumerate(rows):
+        kind = kinds[k % len(kinds)]
+        if kind == "total_missing_digit":
+            df.loc[row, "total"] = round(float(df.loc[row, "total"]) / 10, 2)
+            causes: tuple[str, ...] = ("total",)
+        elif kind == "over_capacity":
+            if room[row] >= 2:  # make it a double
+                df.loc[row, "room_type"] = "double"
+                df.loc[row, "children"] = 0
+            cap = 1 if df.loc[row, "room_type"] == "single" else 2
+            df.loc[row, "adults"] = cap + 3
+            causes = ("adults", "room_type")
+        elif kind == "rate_in_cents":
+            df.loc[row, "rate"] = round(float(df.loc[row, "rate"]) * 100, 2)
+            causes = ("rate", "total")
+        elif kind == "zero_nights":
+            df.loc[row, "nights"] = 0
+            causes = ("nights",)
+        elif kind == "suite_at_single_price":
+            df.loc[row, "room_type"] = "suite"
+            df.loc[row, "rate"] = round(float(base[hotel[row], 0] * season[row] * discount[row]), 2)
+            df.loc[row, "total"] = round(float(df.loc[row, "nights"]) * float(df.loc[row, "rate"])
+                                         + float(df.loc[row, "city_tax"]), 2)  # fmt: skip
+            causes = ("rate", "room_type")
+        elif kind == "tax_for_other_hotel":
+            other = int(np.argmax(np.abs(tax - tax[hotel[row]])))
+            df.loc[row, "city_tax"] = round(float(tax[other] * adults[row] * nights[row]), 2)
+            df.loc[row, "total"] = round(float(nights[row] * rate[row]) + float(df.loc[row, "city_tax"]), 2)
+            causes = ("city_tax", "hotel")
+        elif kind == "negative_lead_time":
+            df.loc[row, "lead_days"] = -int(rng.integers(3, 40))
+            causes = ("lead_days",)
+        elif kind == "arrival_year_typo":
+            df.loc[row, "arrival"] = "2204" + str(df.loc[row, "arrival"])[4:]
+            causes = ("arrival",)
+        else:
+            raise ValueError(f"unknown anomaly kind {kind!r}")
+        records.append({"row": int(row), "kind": kind, "causes": causes})
+    _knock_out(df, ["lead_days", "breakfast", "country", "deposit"], missing_rate, rng, set(rows.tolist()))
+    rare = np.setdiff1d(np.flatnonzero(long_stay), rows)
+    return PlantedTable(df, pd.DataFrame(records, columns=["row", "kind", "causes"]), rare=rare)
+
+
+#: A family written after the others, to judge the flags on a table none of them was tuned on:
+#: exact money relations, capacities, walls, an impossible date.
+FAMILIES["bookings"] = make_bookings
