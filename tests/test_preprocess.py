@@ -281,3 +281,22 @@ def test_a_spike_is_a_category_and_the_rest_a_number() -> None:
     at = enc.at_spike[:, 0]
     assert at.sum() == (pool == 0).sum() and np.isnan(enc.numeric[at, 0]).all()
     assert enc.counts["missing_cells"] == 0  # a spike is not a missing cell
+
+
+def test_a_date_outside_its_column_s_support_has_no_weekday() -> None:
+    from nrad.preprocess import WEEKDAYS, ColumnPlan, date_bounds
+
+    days = pd.date_range("2024-01-01", periods=300, freq="D").strftime("%Y-%m-%d").tolist()
+    days[5], days[6] = "2204-01-06", "1900-01-01"  # a year typed a century off, a system's zero date
+    schema = fit_schema(pd.DataFrame({"when": days, "x": np.arange(300.0) % 7}))
+    plan = schema.columns[0]
+    assert plan.kind == "datetime" and plan.date_range[0].startswith("2024-01-0")  # the two set no range
+    assert encode(schema, pd.DataFrame({"when": days, "x": 1.0})).codes[4:8, 0].tolist() == [4, 7, 7, 0]
+    later = pd.DataFrame({"when": ["2026-05-01", "2033-06-30", "2040-01-01", "1970-01-01", None], "x": 1.0})
+    other = len(WEEKDAYS)
+    assert encode(schema, later).codes[:, 0].tolist() == [4, 3, other, other, other + 1]
+    # A model file written before the range was kept reads every date by its weekday.
+    old = ColumnPlan(**{**plan.__dict__, "date_range": []})
+    assert date_bounds(old) is None
+    sunday = pd.Timestamp("2040-01-01").dayofweek
+    assert encode(TableSchema([old, schema.columns[1]], {}, ["when", "x"]), later).codes[2, 0] == sunday

@@ -310,3 +310,17 @@ def test_a_wide_tables_robust_distance_is_read_on_the_components_it_is_measured_
     assert float(np.median(model.distance_statistic(z, model.folds))) > 1.0
     out, _ = model.score(df, fdr=0.1, in_sample=True, explain="none")
     assert not out["flagged"].any()
+
+
+def test_a_date_a_century_off_is_flagged_and_named() -> None:
+    df = frame(600, 3)
+    df["when"] = (pd.Timestamp("2024-03-01") + pd.to_timedelta(np.arange(600) % 90, "D")).strftime("%Y-%m-%d")
+    df.loc[17, "when"] = "2204-03-05"
+    model = fit_table(df, id_column="id", random_state=0, max_epochs=5)
+    scored, _ = model.score(df, fdr=0.1, in_sample=True, explain="flagged")
+    assert scored.loc[17, "p_value"] == 0.0 and scored.loc[17, "flagged"]
+    assert scored.loc[17, "top_features"].startswith("when")
+    assert scored.loc[17, "reason"].startswith("when 2204-03-05 (outside the dates this column holds: 2024-03-01")
+    # The same model scores rows of the following years by their weekday, as before.
+    later = df.iloc[:20].assign(when="2026-07-15")
+    assert not model.score(later, fdr=0.1)[0]["p_value"].eq(0.0).any()

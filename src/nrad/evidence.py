@@ -35,6 +35,7 @@ from nrad.cells import (
     category_p_values,
 )
 from nrad.encoding import Prepared
+from nrad.preprocess import WEEKDAYS
 
 if TYPE_CHECKING:
     from nrad.table import TableModel
@@ -201,6 +202,9 @@ def row_p_values(
         categories = np.log(category_p_values(model.categories, prep.codes, own))
         if level_broken is not None:
             categories[:, : level_broken.shape[1]][level_broken] = -np.inf
+        # A date outside its column's support (a year typed a century off, a system's zero date)
+        # stands beyond a wall, as a number beyond its column's does (nrad.preprocess.date_bounds).
+        categories[outside_dates(model, prep.codes)] = -np.inf
         log_p = np.hstack([log_p, categories[:, tested]])
     weights = bonferroni_weights(n_rows, numeric, categorical)
     combined, which = combine(log_p, weights)
@@ -210,6 +214,17 @@ def row_p_values(
         assert tails.cells is not None
         cause = _name_among_decisive(model, tails.cells, cells, beyond, log_p, weights, n_rows, which, cause)
     return combined, cause
+
+
+def outside_dates(model: TableModel, codes: np.ndarray) -> np.ndarray:
+    """(n, code features) True where a datetime column's date lies outside its support: its weekday
+    feature then holds the code "other" (:func:`nrad.preprocess.dates_outside`)."""
+    out = np.zeros(codes.shape, dtype=bool)
+    schema = model.schema
+    for f, c in enumerate(schema.categorical_sources):
+        if schema.columns[c].kind == "datetime":
+            out[:, f] = codes[:, f] == len(WEEKDAYS)
+    return out
 
 
 def _name_among_decisive(

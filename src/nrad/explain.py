@@ -41,8 +41,8 @@ import numpy as np
 import pandas as pd
 
 from nrad.encoding import PRESENT, SPIKE, Prepared, as_pandas
-from nrad.evidence import row_p_values
-from nrad.preprocess import MISSING, OTHER, WEEKDAYS
+from nrad.evidence import outside_dates, row_p_values
+from nrad.preprocess import MISSING, OTHER, WEEKDAYS, date_bounds
 
 if TYPE_CHECKING:
     from nrad.table import TableModel
@@ -378,12 +378,17 @@ def reasons(
 ) -> list[str]:
     """One sentence per row about its first-named column: its value, and what is typical."""
     out = []
+    outside = outside_dates(model, prep.codes)
     for i, col in enumerate(columns):
+        plan = model.schema.columns[col]
+        name = plan.name
+        raw = df[name].iloc[i]
+        if plan.kind == "datetime" and outside[i, model.schema.categorical_sources.index(col)]:
+            out.append(_date_reason(plan, raw))
+            continue
         if result.gains[i, col] <= 0.005:
             out.append("")
             continue
-        name = model.schema.columns[col].name
-        raw = df[name].iloc[i]
         if result.kind[i, col] == NUMERIC:
             out.append(
                 _numeric_reason(model, prep, i, int(result.feature[i, col]), raw, float(result.value[i, col]))
@@ -395,6 +400,15 @@ def reasons(
                 )
             )
     return out
+
+
+def _date_reason(plan: Any, raw: Any) -> str:
+    """``"arrival 2204-05-07 (outside the dates this column holds: 2024-01-03 to 2024-12-28; none
+    before 2014-01-03 or after 2034-12-28)"``."""
+    lo, hi = (str(pd.Timestamp(v).date()) for v in plan.date_range)
+    low, high = date_bounds(plan)
+    return (f"{plan.name} {raw} (outside the dates this column holds: {lo} to {hi}; none before "
+            f"{low.date()} or after {high.date()})")  # fmt: skip
 
 
 def _numeric_reason(model: TableModel, prep: Prepared, i: int, j: int, raw: Any, repaired_z: float) -> str:

@@ -41,6 +41,8 @@ from nrad.preprocess import TableSchema
 from nrad.table import MAX_CELL_FEATURES, TableModel
 
 FORMAT = "nrad-model"
+#: Version 13: a datetime column keeps the range of its training dates (``date_range``), beyond
+#: which a date is outside its support; a file of version 9 to 12 still reads, without that wall.
 #: Version 12: the category model says how a pair never seen shares the discounted mass
 #: (``backoff``: by the pairs seen once per child code); a file of version 9 to 11 still reads,
 #: and shares it by the marginal counts, as before.
@@ -57,8 +59,8 @@ FORMAT = "nrad-model"
 #: each cell tested by its residual and by its value in context), lattice walls, the robust
 #: Gaussian's sparse columns (p-values of earlier versions were calibrated differently: those
 #: files must be refitted).
-FORMAT_VERSION = 12
-READS_VERSIONS = (9, 10, 11, 12)
+FORMAT_VERSION = 13
+READS_VERSIONS = (9, 10, 11, 12, 13)
 MANIFEST, TENSORS = "manifest.json", "tensors.safetensors"
 MAX_MANIFEST_BYTES = 16 * 2**20
 MAX_TENSOR_BYTES = 2 * 2**30

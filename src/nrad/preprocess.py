@@ -55,6 +55,14 @@ MIN_ID_ROWS = 20
 NA_TOKENS = frozenset({"", "na", "n/a", "nan", "null", "none", "?", "-", "--", "#n/a"})
 OTHER, MISSING = "<other>", "<missing>"
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+#: A datetime column's dates lie between these quantiles of its training dates (a few sentinel
+#: dates, 1900-01-01, do not set the range) ...
+DATE_RANGE_QUANTILES = (0.01, 0.99)
+#: ... and a date farther out than the range's own width, or than this many years, is outside the
+#: column's support: a typed year a century off (2204), a system's zero date (1900-01-01,
+#: 1970-01-01).  Years, not the width alone, so that a model fitted on three months scores the
+#: rows of the years that follow.
+DATE_MARGIN_YEARS = 10
 #: The last word of a column name that says it is a key (an integer key may be shuffled).
 KEY_WORDS = frozenset({"id", "key", "no", "nr", "num", "number", "pid", "uuid", "guid", "ref", "code"})
 #: All-distinct integers are a key when a measurement spread as widely would share this many values.
@@ -120,6 +128,8 @@ class ColumnPlan:
     has_hour: bool = True
     #: datetime: the strftime format of the text ("" for datetime values).
     format: str = ""
+    #: datetime: the range of its training dates (ISO, see ``DATE_RANGE_QUANTILES``); [] for none.
+    date_range: list[str] = field(default_factory=list)
     #: numeric: the value of its spike (see :func:`spike_value`), None without one.
     spike: float | None = None
     #: numeric text: its decimal mark (see :func:`number_format_of`).
@@ -497,11 +507,13 @@ def _plan_column(name: str, col: pd.Series) -> tuple[ColumnPlan | None, str, int
     if pd.api.types.is_numeric_dtype(col):
         return _numeric_plan(name, col.astype(float), 0)
     if (fmt := _datetime_kind(col)) is not None:
-        hour, weekday = _datetime_parts(_parse_datetime(col, fmt))
+        parsed = _parse_datetime(col, fmt)
+        hour, weekday = _datetime_parts(parsed)
         has_hour = bool(np.nanstd(hour) > 0)
         if not has_hour and np.nanstd(weekday) == 0:
             return None, "constant (no variation in weekday or hour)", 0
-        return ColumnPlan(name, "datetime", has_hour=has_hour, format=fmt), "", 0
+        plan = ColumnPlan(name, "datetime", has_hour=has_hour, format=fmt, date_range=_date_range(parsed))
+        return plan, "", 0
     fmt = number_format_of(_na_tokens_to_missing(col).astype("string"))
     values, failures = _numeric_parse(col, fmt)
     present = _na_tokens_to_missing(col).notna().sum()
@@ -612,6 +624,34 @@ def _datetime_parts(dt: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return hour, dt.dt.day_of_week.astype(float).to_numpy()
 
 
+def _date_range(parsed: pd.Series) -> list[str]:
+    """The range of a datetime column's training dates (``DATE_RANGE_QUANTILES``), ISO; [] if none."""
+    seen = parsed.dropna()
+    if seen.empty:
+        return []
+    lo, hi = seen.quantile(list(DATE_RANGE_QUANTILES), interpolation="nearest")
+    return [pd.Timestamp(lo).isoformat(), pd.Timestamp(hi).isoformat()]
+
+
+def date_bounds(plan: ColumnPlan) -> tuple[pd.Timestamp, pd.Timestamp] | None:
+    """The dates beyond which a value of a datetime column is outside its support (None: no bounds,
+    a model file written before they were kept)."""
+    if plan.kind != "datetime" or len(plan.date_range) != 2:
+        return None
+    lo, hi = (pd.Timestamp(v) for v in plan.date_range)
+    margin = max(hi - lo, pd.Timedelta(days=365.25 * DATE_MARGIN_YEARS))
+    return lo - margin, hi + margin
+
+
+def dates_outside(plan: ColumnPlan, parsed: pd.Series) -> np.ndarray:
+    """True where a parsed date lies outside its column's support (:func:`date_bounds`)."""
+    bounds = date_bounds(plan)
+    if bounds is None:
+        return np.zeros(len(parsed), dtype=bool)
+    low, high = bounds
+    return ((parsed < low) | (parsed > high)).fillna(False).to_numpy(dtype=bool)
+
+
 def _apply(
     plan: ColumnPlan, col: pd.Series
 ) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray, int, int]:
@@ -626,9 +666,13 @@ def _apply(
         values[missing] = np.nan
         return [values], [], missing, 0, failures
     if plan.kind == "datetime":
-        hour, weekday = _datetime_parts(_parse_datetime(col, plan.format))
+        parsed = _parse_datetime(col, plan.format)
+        hour, weekday = _datetime_parts(parsed)
         missing = np.isnan(weekday)
         codes = np.where(missing, len(WEEKDAYS) + 1, np.nan_to_num(weekday)).astype(np.int64)
+        # A date outside the column's support has no weekday to be read by: its code is "other",
+        # which the row's p-value reads as a wall (nrad.evidence).
+        codes[dates_outside(plan, parsed)] = len(WEEKDAYS)
         return ([hour] if plan.has_hour else []), [codes], missing, 0, 0
     text = _as_text(_na_tokens_to_missing(col))
     missing = text.isna().to_numpy()
