@@ -284,3 +284,30 @@ def test_a_long_table_keeps_its_top_scores_and_ranks_spread_below_as_knots(n: in
     index = np.unique(np.r_[spread, np.arange(n - top, n)])
     np.testing.assert_array_equal(knots, calib[index])
     np.testing.assert_array_equal(at_least, n - index)
+
+
+def test_new_rows_are_never_called_rarer_than_the_calibration_rows_at_or_above_them() -> None:
+    # 3,000 calibration scores believed normal, 18 of them a cluster of legitimate far values (stays
+    # of three weeks among bookings of a few nights): a new score inside the cluster is as common as
+    # the cluster says, at least; one beyond every calibration score is read off the tail alone.
+    from dataclasses import replace
+
+    from nrad.calibration import LIFT_LEVEL
+
+    rng = np.random.default_rng(11)
+    calib = np.r_[rng.exponential(size=2982), rng.uniform(20.0, 28.0, 18)]
+    tail = TailModel.fit(calib)
+    inside = np.array([21.0, 24.0, 27.5])
+    counts = (calib[None, :] >= inside[:, None]).sum(axis=1)
+    from scipy.stats import chi2
+
+    floor = chi2.ppf(LIFT_LEVEL, 2 * counts) / 2 / (len(calib) + 1)
+    np.testing.assert_array_less(floor * (1 - 1e-9), tail.p_values(inside))
+    assert tail.p_values(np.array([21.0]))[0] > 1e-3
+    far = np.array([40.0, 1000.0])
+    np.testing.assert_array_equal(tail.p_values(far), replace(tail, floor=False).p_values(far))
+    assert tail.p_values(far)[1] < 1e-8
+    # Fitted on scores that may hold the anomalies (a table scored against itself), no floor: the
+    # cluster's own members are what the trimmed fit is to judge.
+    own = TailModel.fit(calib, SCORE_TRIM)
+    assert not own.floor and own.p_values(np.array([24.0]))[0] < tail.p_values(np.array([24.0]))[0]

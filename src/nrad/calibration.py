@@ -22,6 +22,11 @@ model fitted on itself, the table's own out-of-fold scores.
   admitted: a shape of 0.5 allowed for safety makes a row far beyond every
   normal one look merely unusual (p ~ 1e-5 where an exponential tail says
   1e-12).
+* **Counts kept as a floor.**  Calibration scores believed normal (not
+  trimmed) that lie at or above a score bound its p-value from below: with
+  ``c`` of them, at least the 95% lower Poisson bound of ``c`` over
+  ``n + 1``, so that a tail fitted mostly to the bulk does not call a value
+  that a cluster of normal rows shares a one-in-a-million event.
 * **Trimmed, not censored.**  The top calibration scores may be the
   anomalies being looked for (a table fitted on itself holds them).  They
   are left out of the tail fit, whose likelihood is the excesses' density
@@ -39,7 +44,7 @@ measures it on tables with no anomalies (docs/method.md, section 9).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -114,6 +119,9 @@ class TailModel:
     n_trimmed: int = 0
     #: The factor (>= 1) by which the fitted tail is raised to cover the scores it was fitted on.
     lift: float = 1.0
+    #: Calibration scores believed normal (fitted without trimming): a score's p-value is never
+    #: below what the count of calibration scores at or above it allows (see :meth:`log_p_values`).
+    floor: bool = False
 
     @classmethod
     def fit(
@@ -158,7 +166,9 @@ class TailModel:
                 break
             trimmed = outliers
         tail = cls._fit_below(calib, knots, at_least, k, trimmed, max_shape, min_scale)
-        return none if tail is None else tail
+        if tail is None:
+            return none
+        return replace(tail, floor=True) if trim is None else tail
 
     @classmethod
     def ranks_only(cls, scores: np.ndarray) -> TailModel:
@@ -267,12 +277,28 @@ class TailModel:
             # Only scores past the threshold are read off the tail (a mixture over shapes, the
             # costly part of scoring many rows); the rest keep their counts.
             out[above] = np.minimum(np.log(self.lift) + self._log_tail(s[above]), 0.0)
+            if self.floor:
+                # Calibration rows believed normal that score at least as high are evidence the
+                # tail must not overrule: ``c`` of them make the score's chance at least the 95%
+                # lower confidence bound of a Poisson mean given ``c``, over ``n + 1`` (the lift's
+                # bound, read at each score; the lift itself leaves the top LIFT_SKIP of the rows
+                # out, and a cluster of legitimate far values there, 18 stays of three weeks in
+                # 3,000 bookings, was called a one-in-a-million event).  Beyond every calibration
+                # score, ``c = 0``, the tail alone speaks.
+                # Counted at the first knot at or above the score (the knots are the top scores
+                # themselves where tails are read): 0 beyond the largest calibration score.
+                first = np.searchsorted(self.knots, s[above], side="left")
+                inside = first < len(self.knots)
+                c = np.where(inside, self.at_least[np.where(inside, first, 0)], 0.0).astype(np.int64)
+                bound = _poisson_lower_bounds(_table_size(int(c.max())))[c] / (self.n + 1.0)
+                with np.errstate(divide="ignore"):
+                    out[above] = np.maximum(out[above], np.log(bound))
         return out
 
     def to_state(self, prefix: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """(JSON-able numbers, arrays) for the model file."""
         meta = {"n": self.n, "threshold": self.threshold, "n_tail": self.n_tail, "n_trimmed": self.n_trimmed,
-                "lift": self.lift}  # fmt: skip
+                "lift": self.lift, "floor": self.floor}  # fmt: skip
         return meta, {f"{prefix}{name}": np.asarray(getattr(self, name)) for name in _ARRAYS}
 
     @classmethod
@@ -285,7 +311,8 @@ class TailModel:
         if not len(shapes) == len(scales) == len(weights) or np.any(scales <= 0) or np.any(shapes < 0):
             raise ValueError("tail model needs a positive scale and a shape >= 0 per weight")
         return cls(knots, at_least, int(meta["n"]), float(meta["threshold"]), int(meta["n_tail"]),
-                   shapes, scales, weights, int(meta.get("n_trimmed", 0)), float(meta.get("lift", 1.0)))  # fmt: skip
+                   shapes, scales, weights, int(meta.get("n_trimmed", 0)), float(meta.get("lift", 1.0)),
+                   bool(meta.get("floor", False)))  # fmt: skip
 
 
 _ARRAYS = ("knots", "at_least", "shapes", "scales", "weights")
@@ -364,6 +391,7 @@ def _poisson_lower_bounds(size: int) -> np.ndarray:
     from scipy.special import gammaincinv
 
     bounds = gammaincinv(np.arange(size, dtype=np.float64), LIFT_LEVEL)
+    bounds[0] = 0.0  # no events: a mean of 0 is not ruled out (gammaincinv is undefined there)
     bounds.flags.writeable = False
     return bounds
 
