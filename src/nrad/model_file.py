@@ -42,7 +42,8 @@ from nrad.table import MAX_CELL_FEATURES, TableModel
 
 FORMAT = "nrad-model"
 #: Version 13: a datetime column keeps the range of its training dates (``date_range``), beyond
-#: which a date is outside its support; a file of version 9 to 12 still reads, without that wall.
+#: which a date is outside its support, and a tail says whether the counts of its calibration
+#: scores floor its p-values (``floor``); a file of version 9 to 12 still reads, without either.
 #: Version 12: the category model says how a pair never seen shares the discounted mass
 #: (``backoff``: by the pairs seen once per child code); a file of version 9 to 11 still reads,
 #: and shares it by the marginal counts, as before.
