@@ -292,6 +292,8 @@ def test_new_rows_are_never_called_rarer_than_the_calibration_rows_at_or_above_t
     # the cluster says, at least; one beyond every calibration score is read off the tail alone.
     from dataclasses import replace
 
+    from scipy.stats import chi2
+
     from nrad.calibration import LIFT_LEVEL
 
     rng = np.random.default_rng(11)
@@ -299,8 +301,6 @@ def test_new_rows_are_never_called_rarer_than_the_calibration_rows_at_or_above_t
     tail = TailModel.fit(calib)
     inside = np.array([21.0, 24.0, 27.5])
     counts = (calib[None, :] >= inside[:, None]).sum(axis=1)
-    from scipy.stats import chi2
-
     floor = chi2.ppf(LIFT_LEVEL, 2 * counts) / 2 / (len(calib) + 1)
     np.testing.assert_array_less(floor * (1 - 1e-9), tail.p_values(inside))
     assert tail.p_values(np.array([21.0]))[0] > 1e-3
