@@ -503,10 +503,11 @@ class _Form:
         # distance off it, then over [intercept, all p features] to keep.
         m = len(cols)
         coef_local, gram_local = np.zeros(m + 1), np.zeros((m + 1, m + 1))
-        coef_local[np.r_[0, local + 1]] = beta
-        gram_local[np.ix_(np.r_[0, local + 1], np.r_[0, local + 1])] = gram_small
-        block = np.ix_(rows, cols)
-        all_off, all_tol = _off(form_values[block], units[block], step[cols], 0, coef_local, gram_local, log)
+        slots = np.r_[0, local + 1]
+        coef_local[slots] = beta
+        gram_local[np.ix_(slots, slots)] = gram_small
+        cells = np.ix_(rows, cols)  # all the identity's rows, its own columns
+        all_off, all_tol = _off(form_values[cells], units[cells], step[cols], 0, coef_local, gram_local, log)
         coef, gram = np.zeros(p + 1), np.zeros((p + 1, p + 1))
         place = np.r_[0, predictors + 1]
         coef[place] = beta
