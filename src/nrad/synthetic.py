@@ -1361,3 +1361,181 @@ def make_bookings(
 #: A family written after the others, to judge the flags on a table none of them was tuned on:
 #: exact money relations, capacities, walls, an impossible date.
 FAMILIES["bookings"] = make_bookings
+
+
+FLOW_KINDS = (
+    "bytes_in_kilobytes",
+    "counter_wrap",
+    "negative_duration",
+    "port_out_of_range",
+    "icmp_with_port",
+    "exfiltration",
+    "epoch_timestamp",
+    "deny_with_traffic",
+)
+
+#: Services of the flows table: destination port, protocol, share of flows, mean packet size in bytes,
+#: log-mean and log-sd of the packet count, and whether the destination is inside the network.
+_SERVICES = (
+    (443, "TCP", 0.45, 900.0, 3.0, 1.0, False),
+    (80, "TCP", 0.10, 700.0, 2.5, 1.0, False),
+    (53, "UDP", 0.20, 90.0, 0.2, 0.3, True),
+    (123, "UDP", 0.03, 76.0, 0.0, 0.0, False),
+    (22, "TCP", 0.05, 200.0, 3.5, 1.2, True),
+    (25, "TCP", 0.02, 600.0, 3.0, 0.8, False),
+    (3389, "TCP", 0.03, 300.0, 4.0, 1.0, True),
+    (445, "TCP", 0.05, 800.0, 3.5, 1.2, True),
+    (0, "ICMP", 0.07, 84.0, 0.7, 0.4, False),
+)
+
+
+def make_network_flows(
+    n_rows: int = 3000,
+    n_anomalies: int = 20,
+    random_state: int = 0,
+    missing_rate: float = 0.03,
+    kinds: tuple[str, ...] | None = None,
+) -> PlantedTable:
+    """Network flows as a firewall exports them, 15 columns: flow id, start time, source and
+    destination address (an internal host; an internal server or one of a few thousand outside
+    addresses, many seen once), the source's zone (set by its subnet), source and destination
+    port, protocol, TCP flags, action, packets, bytes (packets times a packet size between the
+    headers' 40 bytes and the 1,500 of a frame), duration in ms and the destination's country
+    (missing where the lookup failed).
+
+    Planted, each an error an exporter makes or a flow a person would stop: ``bytes_in_kilobytes``
+    (bytes a thousandth of themselves, fewer than the headers: bytes), ``counter_wrap`` (a 32-bit
+    counter wrapped, 4.29e9 bytes: bytes), ``negative_duration`` (ended before it began:
+    duration_ms), ``port_out_of_range`` (a port above 65,535: dst_port), ``icmp_with_port``
+    (ICMP with the ports of a web flow: protocol, dst_port), ``exfiltration`` (an office host
+    sending a gigabyte outside over 443: bytes, packets, duration_ms), ``epoch_timestamp`` (a
+    start of 1970-01-01: start), ``deny_with_traffic`` (a denied flow that carried thousands of
+    packets: action, packets, bytes).  ``rare``: backups from the data centre to the backup
+    server, hundreds of megabytes each, legitimate.
+    """
+    import pandas as pd
+
+    rng = np.random.default_rng(random_state)
+    world = np.random.default_rng(4242)
+    n = n_rows
+    office = [f"10.1.{s}.{h}" for s in range(5) for h in world.choice(np.arange(2, 250), 30, replace=False)]
+    datacentre = [f"10.2.0.{h}" for h in range(10, 40)]
+    guest = [f"10.9.{s}.{h}" for s in range(2) for h in world.choice(np.arange(2, 250), 20, replace=False)]
+    hosts = np.array(office + datacentre + guest, dtype=object)
+    zones = np.array(["office"] * len(office) + ["datacentre"] * len(datacentre) + ["guest"] * len(guest))
+    host_p = np.r_[np.full(len(office), 0.7 / len(office)), np.full(len(datacentre), 0.2 / len(datacentre)),
+                   np.full(len(guest), 0.1 / len(guest))]  # fmt: skip
+    octets = world.integers(11, 223, (3000, 4))
+    outside = np.array([f"{a}.{b}.{c}.{d}" for a, b, c, d in octets], dtype=object)
+    outside_country = world.choice(["US", "DE", "NL", "IE", "FR", "GB", "SG"], 3000,
+                                   p=[0.4, 0.2, 0.12, 0.1, 0.08, 0.06, 0.04])  # fmt: skip
+    outside_p = 1.0 / np.arange(1, 3001) ** 0.9
+    servers = {53: "10.2.0.53", 22: "10.2.0.22", 3389: "10.2.0.33", 445: "10.2.0.45"}
+
+    src = rng.choice(len(hosts), size=n, p=host_p / host_p.sum())
+    service = rng.choice(len(_SERVICES), size=n, p=[s[2] for s in _SERVICES])
+    port = np.array([_SERVICES[s][0] for s in service])
+    protocol = np.array([_SERVICES[s][1] for s in service], dtype=object)
+    inside = np.array([_SERVICES[s][6] for s in service])
+    far = rng.choice(3000, size=n, p=outside_p / outside_p.sum())
+    server = np.array([servers.get(int(p), "10.2.0.53") for p in port], dtype=object)
+    dst = np.where(inside, server, outside[far])
+    country = np.where(inside, "internal", outside_country[far]).astype(object)
+    log_mean, log_sd = (np.array([_SERVICES[s][i] for s in service]) for i in (4, 5))
+    packets = np.maximum(1, np.round(np.exp(log_mean + rng.normal(size=n) * log_sd)))
+    size = np.array([_SERVICES[s][3] for s in service]) * np.exp(rng.normal(0, 0.15, n))
+    size = np.where(port == 123, 76.0, size)
+    flags = np.where(protocol == "TCP", rng.choice(["SAF", "SAR", "S"], size=n, p=[0.85, 0.1, 0.05]), "-")
+    action = np.where(rng.random(n) < 0.03, "deny", "allow")
+    short = (flags == "S") | (action == "deny")
+    packets = np.where(short, np.minimum(packets, rng.integers(1, 4, n)), packets)
+    size = np.where(short & (protocol == "TCP"), 60.0, size)
+    flags = np.where((action == "deny") & (protocol == "TCP"), "S", flags)
+    ms_per_packet = np.where(protocol == "ICMP", 1000.0, np.where(protocol == "UDP", 15.0, 20.0))
+    duration = np.round(packets * ms_per_packet * np.exp(rng.normal(0, 0.6, n)))
+    # Backups: rare, huge and legitimate (from the data centre to the backup server, rsync's port).
+    backup = rng.random(n) < 0.005
+    src = np.where(backup, rng.choice(np.arange(len(office), len(office) + len(datacentre)), n), src)
+    port = np.where(backup, 873, port)
+    protocol = np.where(backup, "TCP", protocol).astype(object)
+    dst = np.where(backup, "10.2.0.200", dst).astype(object)
+    country = np.where(backup, "internal", country).astype(object)
+    flags = np.where(backup, "SAF", flags)
+    action = np.where(backup, "allow", action)
+    packets = np.where(backup, np.round(np.exp(rng.normal(13.0, 0.5, n))), packets)
+    size = np.where(backup, 1400.0, size)
+    duration = np.where(backup, np.round(packets * 0.004 * np.exp(rng.normal(0, 0.3, n))), duration)
+    bounds = (np.where(protocol == "TCP", 40.0, 28.0), 1500.0)
+    nbytes = np.round(packets * np.clip(size, *bounds)).astype(np.int64)
+    start = (pd.Timestamp("2024-03-04") + pd.to_timedelta(rng.integers(0, 7, n), "D")
+             + pd.to_timedelta(np.clip(rng.normal(13, 3.5, n), 0, 23.99) * 3600, "s"))  # fmt: skip
+    client = protocol != "ICMP"
+    df = pd.DataFrame(
+        {
+            "flow_id": [f"F{random_state:03d}{i:07d}" for i in range(n)],
+            "start": start.strftime("%Y-%m-%d %H:%M:%S"),
+            "src_ip": hosts[src],
+            "src_zone": zones[src].astype(object),
+            "dst_ip": dst,
+            "src_port": np.where(client, rng.integers(49152, 65536, n), 0),
+            "dst_port": port.astype(np.int64),
+            "protocol": protocol,
+            "tcp_flags": flags.astype(object),
+            "action": action.astype(object),
+            "packets": packets.astype(np.int64),
+            "bytes": nbytes,
+            "duration_ms": duration,
+            "dst_country": country,
+        }
+    )
+    kinds = kinds or FLOW_KINDS
+    rows = _planted_rows(n, n_anomalies, rng)
+    records = []
+    for k, row in enumerate(rows):
+        kind = kinds[k % len(kinds)]
+        if kind == "bytes_in_kilobytes":
+            df.loc[row, "bytes"] = max(int(df.loc[row, "bytes"]) // 1000, 1)
+            causes: tuple[str, ...] = ("bytes",)
+        elif kind == "counter_wrap":
+            df.loc[row, "bytes"] = 2**32 - int(rng.integers(1, 10**6))
+            causes = ("bytes",)
+        elif kind == "negative_duration":
+            df.loc[row, "duration_ms"] = -float(rng.integers(1000, 90000))
+            causes = ("duration_ms",)
+        elif kind == "port_out_of_range":
+            df.loc[row, "dst_port"] = int(df.loc[row, "dst_port"]) + 65536
+            causes = ("dst_port",)
+        elif kind == "icmp_with_port":
+            # a web flow's ports, labelled ICMP
+            df.loc[row, ["protocol", "dst_port", "tcp_flags", "dst_country"]] = ["ICMP", 443, "-", "US"]
+            df.loc[row, "src_port"] = int(rng.integers(49152, 65536))
+            causes = ("protocol", "dst_port")
+        elif kind == "exfiltration":
+            p = float(np.round(np.exp(rng.normal(13.7, 0.3))))
+            df.loc[row, ["src_ip", "src_zone", "dst_ip", "dst_port", "protocol", "tcp_flags", "action"]] = [
+                hosts[int(rng.integers(0, len(office)))], "office", outside[int(rng.integers(0, 3000))],
+                443, "TCP", "SAF", "allow"]  # fmt: skip
+            df.loc[row, "packets"] = int(p)
+            df.loc[row, "bytes"] = int(p * 1400)
+            df.loc[row, "duration_ms"] = float(np.round(p * 0.004))
+            causes = ("bytes", "packets", "duration_ms")
+        elif kind == "epoch_timestamp":
+            df.loc[row, "start"] = "1970-01-01 00:00:00"
+            causes = ("start",)
+        elif kind == "deny_with_traffic":
+            df.loc[row, ["action", "protocol", "tcp_flags", "dst_port"]] = ["deny", "TCP", "SAF", 443]
+            p = int(rng.integers(2000, 9000))
+            df.loc[row, "packets"] = p
+            df.loc[row, "bytes"] = int(p * 900)
+            causes = ("action", "packets", "bytes")
+        else:
+            raise ValueError(f"unknown anomaly kind {kind!r}")
+        records.append({"row": int(row), "kind": kind, "causes": causes})
+    _knock_out(df, ["dst_country", "duration_ms"], missing_rate, rng, set(rows.tolist()))
+    rare = np.setdiff1d(np.flatnonzero(backup), rows)
+    return PlantedTable(df, pd.DataFrame(records, columns=["row", "kind", "causes"]), rare=rare)
+
+
+#: A family written after the others, on a kind of table none of them is: addresses of high
+#: cardinality, ports, counters with bounds between them, a rare legitimate kind of flow.
+FAMILIES["flows"] = make_network_flows
