@@ -124,6 +124,19 @@ def test_day_first_dates_are_read_the_same_in_every_table() -> None:
     assert list(weekday) == [pd.Timestamp("2023-03-05").day_of_week, pd.Timestamp("2023-05-27").day_of_week]
 
 
+@pytest.mark.parametrize("clock", ["", " %H:%M:%S"])
+def test_year_first_dates_of_one_week_are_read_year_month_day(clock: str) -> None:
+    # Every day of the first week of March is at most 12, so year-day-month parses them too; no
+    # export writes that order, and read so the week became seven months (8 March as 3 August).
+    when = pd.Timestamp("2024-03-04") + pd.to_timedelta(np.arange(300) * 1931, "s") * 1.0
+    text = when.strftime(f"%Y-%m-%d{clock}")
+    schema = fit_schema(pd.DataFrame({"start": text, "x": np.arange(300.0) % 7}))
+    plan = schema.columns[0]
+    assert plan.kind == "datetime" and plan.format == f"%Y-%m-%d{clock}"
+    low, high = plan.date_range
+    assert pd.Timestamp(low).month == 3 and pd.Timestamp(high).month == 3
+
+
 def test_column_mismatch_names_the_columns(messy: pd.DataFrame) -> None:
     schema = fit_schema(messy)
     with pytest.raises(NradError, match="lacks columns the model was trained on: num"):

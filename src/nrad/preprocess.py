@@ -468,8 +468,11 @@ def _datetime_format(col: pd.Series) -> str | None:
             guess_datetime_format(v, dayfirst=first) for v in sample.head(50) for first in (False, True)
         }
     best, best_share = None, 0.0
-    # pandas' guesser knows no 12-hour clock and no two-digit year: what spreadsheets export.
-    for fmt in sorted({g for g in guesses if g} | set(EXPORT_DATE_FORMATS)):
+    # pandas' guesser knows no 12-hour clock and no two-digit year: what spreadsheets export.  Ties
+    # keep the first: year-day-month last (pandas guesses it for 2024-03-08 read day first; no export
+    # writes it, and a week of March read so spans seven months).
+    candidates = {g for g in guesses if g} | set(EXPORT_DATE_FORMATS)
+    for fmt in sorted(candidates, key=lambda f: (_year_day_month(f), f)):
         share = _parse_datetime(sample, fmt).notna().mean()
         if share > best_share:
             best, best_share = fmt, share
@@ -479,6 +482,12 @@ def _datetime_format(col: pd.Series) -> str | None:
         return None
     parsed = _parse_datetime(col, best)
     return best if parsed.notna().sum() >= NUMERIC_PARSE_SHARE * col.notna().sum() else None
+
+
+def _year_day_month(fmt: str) -> bool:
+    """Whether a date format has the year first and the day before the month (``%Y-%d-%m``)."""
+    y, d, m = (fmt.find(part) for part in ("%Y", "%d", "%m"))
+    return -1 < y < d < m
 
 
 def _parse_datetime(col: pd.Series, fmt: str) -> pd.Series:
