@@ -137,6 +137,17 @@ def test_year_first_dates_of_one_week_are_read_year_month_day(clock: str) -> Non
     assert pd.Timestamp(low).month == 3 and pd.Timestamp(high).month == 3
 
 
+def test_addresses_and_four_part_versions_are_no_dates() -> None:
+    # "10.1.3.45" holds "1.3.45", which reads like a day, a month and a year; the note said so and
+    # told the user to write the addresses as dates.
+    rng = np.random.default_rng(0)
+    ips = [f"10.1.{a}.{b}" for a, b in rng.integers(0, 40, (300, 2))]
+    versions = [f"2.{a}.{b}.1024" for a, b in rng.integers(0, 12, (300, 2))]
+    schema = fit_schema(pd.DataFrame({"src_ip": ips, "version": versions, "x": np.arange(300.0) % 7}))
+    for plan in schema.columns[:2]:
+        assert plan.kind == "categorical" and "date" not in plan.note, plan.note
+
+
 def test_column_mismatch_names_the_columns(messy: pd.DataFrame) -> None:
     schema = fit_schema(messy)
     with pytest.raises(NradError, match="lacks columns the model was trained on: num"):

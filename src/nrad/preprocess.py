@@ -431,7 +431,8 @@ def _normalize_numbers(text: pd.Series, number_format: str) -> pd.Series:
 
 #: Text that looks like a date: digits with date separators, or a month's name beside a day.
 _DATE_LIKE = (
-    r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}"
+    # Not inside a longer run of dotted numbers: "10.1.3.45" (an address) holds "1.3.45".
+    r"(?<![\d.])(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4})(?!\d|\.\d)"
     r"|\b\d{1,2}[- ](?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*[-, ]+\d{2,4}"
     r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2},? \d{4}"
 )
@@ -572,7 +573,7 @@ def _numeric_plan(
     elif (
         distinct == FEW_OFF_MODE_VALUES
         and counts.iloc[0] >= SPIKE_SHARE * len(finite)
-        and lattice_spacing(finite.to_numpy()) == 0.0
+        and lattice_spacing(finite.to_numpy(), whole_numbers=False) == 0.0
     ):
         why = " and the rest take two values, no spread to read them by"
     else:
