@@ -238,3 +238,41 @@ def test_a_total_that_is_not_the_sum_of_its_parts_is_named_not_a_part() -> None:
     scored, _ = model.score(df, fdr=0.1, in_sample=True)
     assert scored.loc[rows, "flagged"].all()
     assert [first_feature(t) for t in scored.loc[rows, "top_features"]] == ["gross"] * 3
+
+
+def test_a_value_unusual_only_for_its_category_is_judged_in_its_context() -> None:
+    # Amounts set by the merchant alone: no other number says anything of them, so read as shaped
+    # or in the table's units their residual is their place in the whole column, where 8 times a
+    # cheap merchant's usual amount is ordinary.  That smaller residual was kept (the smallest
+    # over the readings), and the amounts read in context (7 sd out) were never flagged.
+    rng = np.random.default_rng(11)
+
+    def table(n: int) -> pd.DataFrame:
+        merchant = rng.integers(0, 12, n)
+        level = np.linspace(2.0, 6.0, 12)
+        return pd.DataFrame({
+            "merchant": np.array([f"M{k:02d}" for k in range(12)])[merchant],
+            "amount": np.exp(level[merchant] + 0.3 * rng.normal(size=n)).round(2),
+            "age": rng.normal(45, 12, n).round(),
+            "quantity": 1 + rng.poisson(2, n),
+        })  # fmt: skip
+
+    model = fit_table(table(3000), random_state=0, max_epochs=20)
+    new = table(1000)
+    cheap = np.flatnonzero(new["merchant"].isin(["M01", "M02", "M03"]).to_numpy())[:3]
+    new.loc[cheap, "amount"] = (8 * np.exp(np.linspace(2.0, 6.0, 12)[[1, 2, 3]])).round(2)[
+        new.loc[cheap, "merchant"].str[1:].astype(int).to_numpy() - 1
+    ]
+    prep = model.prepare(new)
+    j = list(model.schema.numeric_names).index("amount")
+    in_context = model.relations[0]
+    assert in_context.reading == "z" and not any(r.holds[j] for r in model.relations)
+    t = model.cell_residuals(prep)[:, j]
+    z = model.per_fold(in_context.gaussians, in_context.residuals,
+                       in_context.standardize(model.reading("z", prep.y, prep.codes, True)), None)[:, j]  # fmt: skip
+    np.testing.assert_allclose(t, z)
+    assert (t[cheap] > 6).all()
+    scored, _ = model.score(new, fdr=0.1)
+    assert scored.loc[cheap, "flagged"].all()
+    assert [first_feature(f) for f in scored.loc[cheap, "top_features"]] == ["amount"] * 3
+    assert scored["flagged"].sum() <= 4

@@ -40,6 +40,7 @@ by their training values (see its docstring and docs/method.md section 13).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -80,6 +81,10 @@ RELATION_SHRINKAGE = 0.001
 #: The readings of the numbers a cell's residual is taken in (see TableModel.cell_residuals): as
 #: the flows read them (``z``), as shaped (``y``), and in the table's units.
 READINGS = ("z", "shaped", "units")
+#: A column has a relation in a reading when the other columns leave it at most this share of its
+#: sd there (they explain at least a fifth of its variance); a reading without one holds no
+#: relation to be bent, and its residual of the column is the column's value alone.
+RELATION_SD = 0.9
 #: A column's MAD at most this share of its sd is read as 0 (floating-point noise), and its sd
 #: standardizes it.
 MAD_RESOLUTION = 1e-9
@@ -379,6 +384,20 @@ class Relations:
             rng_k = np.random.default_rng(seed + k)
             gaussians.append(RobustGaussian.fit(hot_decked[rows], rng_k, seen[rows], RELATION_SHRINKAGE))
         return cls(center, scale, bound, gaussians, reading)
+
+    @cached_property
+    def holds(self) -> np.ndarray:
+        """(p,) whether each column has a relation in this reading: its conditional sd given the
+        other columns at most ``RELATION_SD`` of its sd, under every fold's Gaussian (computed
+        once: every scoring batch reads it)."""
+        held = np.ones(len(self.center), dtype=bool)
+        for gaussian in self.gaussians:
+            if gaussian.n_features == 0:
+                return np.zeros(len(self.center), dtype=bool)
+            scatter = np.linalg.inv(gaussian.precision)
+            # conditional variance 1 / precision_jj against the marginal scatter_jj
+            held &= 1.0 / (np.diag(gaussian.precision) * np.diag(scatter)) <= RELATION_SD**2
+        return held
 
     def standardize(self, y: np.ndarray) -> np.ndarray:
         """The numbers ``y`` as the Gaussians read them (NaN stays NaN)."""

@@ -266,18 +266,28 @@ class TableModel:
         LDL that is the total cholesterol minus HDL and a fifth of the triglycerides bends when
         the skewed columns are shaped; a balance whose log rises with age bends at its far end
         in both of the others), and a row on it must not look off it because one reading bends
-        it.  A broken relation is off in all three.  ``y``: the numbers judged, if not
-        ``prep.y`` (the training rows' dequantized values).
+        it.  A broken relation is off in all three.  Only the readings in which the column has a
+        relation count (:meth:`nrad.gaussian.Relations.holds`): in one without, the residual is
+        the column's value alone (an amount set by its merchant, read as shaped, is where it lies
+        in the whole column, and 8 times a cheap merchant's usual amount is ordinary there), which
+        the cell's column test already reads; a column related to nothing in any reading is read
+        in ``z``, in its context.  ``y``: the numbers judged, if not ``prep.y`` (the training
+        rows' dequantized values).
         """
         y = prep.y if y is None else y
         if not self.relations:
             return np.full(y.shape, np.nan)
-        smallest = None
-        for relations in self.relations:
+        held = np.array([relations.holds for relations in self.relations])
+        # A column related to no other in any reading is read in the first, z: in its context.
+        held[0] |= ~held.any(axis=0)
+        smallest = np.full(y.shape, np.inf)
+        for relations, kept in zip(self.relations, held, strict=True):
+            if not kept.any():
+                continue
             u = relations.standardize(self.reading(relations.reading, y, prep.codes, folds is None))
             t = self.per_fold(relations.gaussians, relations.residuals, u, folds)
-            smallest = t if smallest is None else np.where(np.abs(t) < np.abs(smallest), t, smallest)
-        assert smallest is not None
+            closer = kept[None, :] & ~(np.abs(t) >= np.abs(smallest))
+            smallest = np.where(closer, t, smallest)
         return smallest
 
     def reading(self, name: str, y: np.ndarray, codes: np.ndarray, new_rows: bool = False) -> np.ndarray:
