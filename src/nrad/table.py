@@ -266,20 +266,23 @@ class TableModel:
         LDL that is the total cholesterol minus HDL and a fifth of the triglycerides bends when
         the skewed columns are shaped; a balance whose log rises with age bends at its far end
         in both of the others), and a row on it must not look off it because one reading bends
-        it.  A broken relation is off in all three.  Only the readings in which the column has a
-        relation count (:meth:`nrad.gaussian.Relations.holds`): in one without, the residual is
-        the column's value alone (an amount set by its merchant, read as shaped, is where it lies
-        in the whole column, and 8 times a cheap merchant's usual amount is ordinary there), which
-        the cell's column test already reads; a column related to nothing in any reading is read
-        in ``z``, in its context.  ``y``: the numbers judged, if not ``prep.y`` (the training
-        rows' dequantized values).
+        it.  A broken relation is off in all three.  The readings without context (shaped, units)
+        count only where the column has a relation in them (:meth:`nrad.gaussian.Relations.holds`):
+        in one without, the residual is the column's value alone (an amount set by its merchant,
+        read as shaped, is where it lies in the whole column, and 8 times a cheap merchant's usual
+        amount is ordinary there), which the cell's column test already reads.  ``z`` always
+        counts: a column related to nothing is read in its context.  ``y``: the numbers judged,
+        if not ``prep.y`` (the training rows' dequantized values).
         """
         y = prep.y if y is None else y
         if not self.relations:
             return np.full(y.shape, np.nan)
-        held = np.array([relations.holds for relations in self.relations])
-        # A column related to no other in any reading is read in the first, z: in its context.
-        held[0] |= ~held.any(axis=0)
+        # The readings without context count only where they hold a relation of the column; z,
+        # each value read in its context, always: a column related to nothing is read there, and
+        # a column related in one reading only is not blamed there for a wild predictor (a byte
+        # count of 4e9 predicting a port off its usual value) while in its context it is ordinary.
+        every = np.ones(y.shape[1], dtype=bool)
+        held = [every if relations.reading == "z" else relations.holds for relations in self.relations]
         smallest = np.full(y.shape, np.inf)
         for relations, kept in zip(self.relations, held, strict=True):
             if not kept.any():
