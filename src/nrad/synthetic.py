@@ -1396,7 +1396,7 @@ def make_network_flows(
     missing_rate: float = 0.03,
     kinds: tuple[str, ...] | None = None,
 ) -> PlantedTable:
-    """Network flows as a firewall exports them, 15 columns: flow id, start time, source and
+    """Network flows as a firewall exports them, 14 columns: flow id, start time, source and
     destination address (an internal host; an internal server or one of a few thousand outside
     addresses, many seen once), the source's zone (set by its subnet), source and destination
     port, protocol, TCP flags, action, packets, bytes (packets times a packet size between the
