@@ -243,8 +243,8 @@ def test_a_total_that_is_not_the_sum_of_its_parts_is_named_not_a_part() -> None:
 def test_a_value_unusual_only_for_its_category_is_judged_in_its_context() -> None:
     # Amounts set by the merchant alone: no other number says anything of them, so read as shaped
     # or in the table's units their residual is their place in the whole column, where 8 times a
-    # cheap merchant's usual amount is ordinary.  That smaller residual was kept (the smallest
-    # over the readings), and the amounts read in context (7 sd out) were never flagged.
+    # cheap merchant's usual amount is ordinary (0.3 to 0.9 sd), and the smallest over the readings
+    # kept that, where in context they are 7 sd out.
     rng = np.random.default_rng(11)
 
     def table(n: int) -> pd.DataFrame:
