@@ -10,6 +10,7 @@ import pytest
 
 from nrad.errors import NradError
 from nrad.preprocess import MIN_LEVEL_COUNT, TableSchema, encode, extra_columns, fit_schema, is_identifier
+from nrad.table import fit_table
 
 
 @pytest.fixture()
@@ -252,6 +253,28 @@ def test_every_column_that_looks_like_a_key_is_an_identifier() -> None:
     assert set(schema.identifiers) == {"row", "PID", "order_id", "ticket no"}  # "reading": a measurement
     kept = fit_schema(df, features=["ticket no"])
     assert "ticket no" in kept.names and "ticket no" not in kept.identifiers
+
+
+def test_a_key_that_repeats_is_an_identifier_and_names_no_row() -> None:
+    """A patient's several samples share a sample code (645 codes in 699 rows of a real table): whole
+    numbers named like a key, mostly distinct, measure nothing; read as a number, a code of 95,719
+    among codes of a million made its row an outlier.  A code of few values stays a feature."""
+    rng = np.random.default_rng(1)
+    n = 300
+    codes = rng.choice(10**6, 220, replace=False) + 10**5
+    df = pd.DataFrame({
+        "ID": rng.choice(codes, n).astype(float), "visit no": rng.integers(1, 4, n),
+        "customer_id": [str(v) for v in rng.choice(codes, n)], "size": rng.normal(5, 1, n).round(2),
+        "site code": rng.choice([101, 202, 303, 404], n),
+    })  # fmt: skip
+    df.loc[[3, 40], "ID"] = np.nan  # a key may be missing in a few rows
+    schema = fit_schema(df)
+    assert set(schema.identifiers) == {"ID", "customer_id"}
+    assert {"visit no", "size", "site code"} <= set(schema.names)
+    model = fit_table(df.assign(key=[f"r{i}" for i in range(n)]), random_state=0, max_epochs=2)
+    assert model.id_column == "key"  # the one with a different value in every row names the rows
+    no_unique = fit_table(df, random_state=0, max_epochs=2)
+    assert no_unique.id_column is None
 
 
 def test_a_column_with_two_values_off_its_mode_is_a_category() -> None:

@@ -6,8 +6,11 @@ is plain JSON (``to_dict`` / ``from_dict``) so it travels in the model file.
 Column handling (documented in docs/usage.md):
 
 * identifier: text whose values are all distinct, or integers that are all
-  distinct and run in sequence (consecutive, or rising row by row).  Never a
-  feature; the first one names the rows when no id column is given;
+  distinct and run in sequence (consecutive, or rising row by row), are named
+  like a key or are too spread out for a measurement; and whole numbers named
+  like a key whose values are mostly distinct (a key that repeats: a patient's
+  several samples).  Never a feature; the first all-distinct one names the
+  rows when no id column is given;
 * numeric: kept, missing cells stay NaN (the model scores them by its best
   value for the row, and the fact that they are missing separately); a text
   column whose non-missing values parse as numbers for at least
@@ -67,6 +70,10 @@ DATE_MARGIN_YEARS = 10
 KEY_WORDS = frozenset({"id", "key", "no", "nr", "num", "number", "pid", "uuid", "guid", "ref", "code"})
 #: All-distinct integers are a key when a measurement spread as widely would share this many values.
 KEY_COLLISIONS = 5.0
+#: Whole numbers in a column named like a key are a key that repeats (a customer in several rows, a
+#: patient's several samples) when at least this share of them are distinct: read as a measurement,
+#: a sample code of 95,719 among codes of a million made its row an outlier.
+REPEATED_KEY_SHARE = 0.5
 #: A numeric column has a spike (a point mass: 0 in most rows, a default value) at a value that
 #: holds at least this share of its present values ...
 SPIKE_SHARE = 0.5
@@ -248,7 +255,7 @@ def fit_schema(
         else:
             plans.append(plan)
     if not plans:
-        reasons = {**dropped, **dict.fromkeys(identifiers, "identifier (all values distinct)")}
+        reasons = {**dropped, **dict.fromkeys(identifiers, "identifier")}
         raise NradError(
             "no usable column left: every column is constant, empty or an identifier "
             f"({', '.join(f'{k}: {v}' for k, v in reasons.items())})"
@@ -269,9 +276,11 @@ def is_identifier(col: pd.Series) -> bool:
     ``KEY_COLLISIONS`` were expected.
     """
     n = len(col)
-    if n < MIN_ID_ROWS or col.isna().any() or not col.is_unique:
-        return False
     if pd.api.types.is_bool_dtype(col) or pd.api.types.is_datetime64_any_dtype(col):
+        return False
+    if _repeated_key(col):
+        return True
+    if n < MIN_ID_ROWS or col.isna().any() or not col.is_unique:
         return False
     if pd.api.types.is_float_dtype(col) and bool((col % 1 == 0).all()) and bool(col.abs().max() < 2**62):
         col = col.astype(np.int64)
@@ -293,6 +302,25 @@ def is_identifier(col: pd.Series) -> bool:
         numbers = parsed.dropna()
         return is_identifier(numbers.astype("Int64").rename(col.name)) if (numbers % 1 == 0).all() else False
     return _datetime_kind(col) is None and _looks_like_dates(col) < LOOKS_NUMERIC_SHARE
+
+
+def _repeated_key(col: pd.Series) -> bool:
+    """Named like a key, whole numbers (or text that reads as them) in every present cell, and at
+    least ``REPEATED_KEY_SHARE`` of them distinct (see :data:`REPEATED_KEY_SHARE`)."""
+    if not _named_like_key(str(col.name)):
+        return False
+    present = col.dropna()
+    if len(present) < MIN_ID_ROWS:
+        return False
+    if not pd.api.types.is_numeric_dtype(present):
+        parsed, _ = _numeric_parse(present.astype("string"))
+        if parsed.isna().any():
+            return False
+        present = parsed
+    values = present.to_numpy(dtype=np.float64)
+    if not np.all(np.isfinite(values)) or not np.all(values == np.round(values)):
+        return False
+    return bool(np.unique(values).size >= REPEATED_KEY_SHARE * values.size)
 
 
 def _named_like_key(name: str) -> bool:

@@ -113,7 +113,8 @@ def notes_for(model: TableModel) -> list[str]:
                      "feature (give --id-column to choose another)")  # fmt: skip
     others = [c for c in model.info.get("identifiers", []) if c != model.id_column]
     if others:
-        notes.append(f"left out as identifiers (a different value in every row): {', '.join(others)}; "
+        notes.append(f"left out as identifiers (keys, not measurements: a different value in every row, or "
+                     f"whole numbers named like a key, most of them distinct): {', '.join(others)}; "
                      "give --feature NAME to keep one as a feature")  # fmt: skip
     notes += [c.note for c in model.schema.columns if c.note]
     return notes

@@ -563,8 +563,11 @@ def fit_table(
     check_rows(len(features), what)  # say so before reading columns
     schema = fit_schema(features, features=keep)
     info: dict[str, Any] = {"identifiers": schema.identifiers}
-    if id_column is None and schema.identifiers:
-        id_column, info["id_detected"] = schema.identifiers[0], True
+    # The row id is an identifier with a different value in every row (a key that repeats names
+    # no row).
+    unique = [c for c in schema.identifiers if features[c].notna().all() and features[c].is_unique]
+    if id_column is None and unique:
+        id_column, info["id_detected"] = unique[0], True
     enc = encode(schema, features, what)
     rng = np.random.default_rng(random_state)
     n_codes = [len(labels) for labels in schema.categorical_labels]
