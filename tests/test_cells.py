@@ -276,3 +276,28 @@ def test_a_value_unusual_only_for_its_category_is_judged_in_its_context() -> Non
     assert scored.loc[cheap, "flagged"].all()
     assert [first_feature(f) for f in scored.loc[cheap, "top_features"]] == ["amount"] * 3
     assert scored["flagged"].sum() <= 4
+
+
+def test_a_flag_is_read_in_no_context_and_a_rare_one_flags_no_row() -> None:
+    """0/1 flags as real tables hold them: one set in 6 of 2,000 rows (read as a number, each of the
+    6 cost hundreds of nats and was flagged at p = 1e-14), one whose share depends on the clinic
+    (7 drive-through tests on a ward of 1,000: a level's median and MAD make no spread of two
+    values).  Neither is an error, and a row with a wild number is still flagged."""
+    rng = np.random.default_rng(0)
+    n = 2000
+    clinic = rng.choice(["ward", "drive-in", "lab"], n, p=[0.5, 0.3, 0.2])
+    drive = (rng.random(n) < np.select([clinic == "ward", clinic == "drive-in"], [0.006, 0.95], 0.5)).astype(int)
+    urgent = np.zeros(n, dtype=int)
+    urgent[rng.choice(n, 6, replace=False)] = 1
+    x = rng.normal(50, 10, n).round(1)
+    df = pd.DataFrame({"clinic": clinic, "drive": drive, "urgent": urgent, "x": x,
+                       "y": (x * 2 + rng.normal(0, 5, n)).round(1)})  # fmt: skip
+    df.loc[7, "x"] = 500.0
+    model = fit_table(df, random_state=0, max_epochs=20)
+    kinds = {c.name: c.kind for c in model.schema.columns}
+    assert kinds["urgent"] == "categorical" and kinds["drive"] == "numeric"
+    assert model.numeric.parent[list(model.schema.numeric_names).index("drive")] == -1
+    scored, _ = model.score(df, fdr=0.1, in_sample=True)
+    flagged = set(np.flatnonzero(scored["flagged"].to_numpy()))
+    assert 7 in flagged
+    assert not flagged & set(np.flatnonzero(urgent)) and not flagged & set(np.flatnonzero(drive & (clinic == "ward")))

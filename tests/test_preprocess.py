@@ -347,3 +347,17 @@ def test_a_date_outside_its_column_s_support_has_no_weekday() -> None:
     assert date_bounds(old) is None
     sunday = pd.Timestamp("2040-01-01").dayofweek
     assert encode(TableSchema([old, schema.columns[1]], {}, ["when", "x"]), later).codes[2, 0] == sunday
+
+
+def test_a_rare_flag_is_a_category_and_a_common_one_a_number() -> None:
+    rng = np.random.default_rng(2)
+    n = 1000
+    rare = np.zeros(n)
+    rare[rng.choice(n, 9, replace=False)] = 1.0  # 0.9% of the rows
+    common = np.zeros(n)
+    common[rng.choice(n, 10, replace=False)] = 1.0  # 1%
+    schema = fit_schema(pd.DataFrame({"rare": rare, "common": common, "x": rng.normal(size=n)}))
+    kinds = {c.name: c.kind for c in schema.columns}
+    assert kinds == {"rare": "categorical", "common": "numeric", "x": "numeric"}
+    note = schema.columns[schema.names.index("rare")].note
+    assert note == "rare: 991 of its 1000 values are 0, the other value too rare to read as a number; read as a category"

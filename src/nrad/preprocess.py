@@ -17,7 +17,8 @@ Column handling (documented in docs/usage.md):
   ``NUMERIC_PARSE_SHARE`` of the rows is numeric (the rest, such as "n/a",
   "?" or "1,5", become missing and are counted).  A numeric 0/1 column stays
   numeric (a lattice to the flow, which models how it goes with the other
-  numbers; 39 binary attributes of celeba were read worse as categories);
+  numbers; 39 binary attributes of celeba were read worse as categories)
+  unless its other value is rare (``RARE_FLAG_SHARE``);
 * datetime (dtype, or text that parses as dates): hour of the day (numeric,
   with minutes) and day of the week (categorical).  Absolute time, month and
   day of month are left out on purpose: data scored later would lie outside
@@ -85,6 +86,10 @@ SPIKE_REST_LEVELS = 3
 #: 148 of 150 houses) is read as a category: two values say nothing of a spread, and read as a
 #: number the column is a point mass whose other values cost hundreds of nats or more each.
 MAX_OFF_MODE = 2
+#: A numeric column of two values (a 0/1 flag) whose other value holds less than this share of the
+#: rows is read as a category too, for the same reason: the flows pile their density onto its
+#: mode, and a flag set in 5 of 3,000 rows cost each of them hundreds of nats, flagged every one.
+RARE_FLAG_SHARE = 0.01
 #: Nor does a column of three values off any lattice, one of them in at least ``SPIKE_SHARE`` of
 #: its rows (0 in 147 of 150 rows, 260 in two, 2040 in one): its spread is 0 and read as a number
 #: its other values sit tens of sd out; it is read as a category too.  A count's 0, 1 and 2 lie on
@@ -598,6 +603,8 @@ def _numeric_plan(
     off_mode = len(finite) - int(counts.iloc[0])
     if 0 < off_mode <= MAX_OFF_MODE and len(finite) > 2 * MAX_OFF_MODE:
         why = ", too few others to read as numbers"
+    elif distinct == 2 and 0 < off_mode < RARE_FLAG_SHARE * len(finite):
+        why = ", the other value too rare to read as a number"
     elif (
         distinct == FEW_OFF_MODE_VALUES
         and counts.iloc[0] >= SPIKE_SHARE * len(finite)
