@@ -168,13 +168,8 @@ class NumericModel:
             bulk = _bulk(y)
             if not bulk.all():
                 bulk |= _level_bulk(y, codes[seen], n_codes, ~bulk)
-            # A flag (two values) is read in no context: a level's median and MAD make no spread of
-            # two values, and where one value holds most of a level its other value lay thousands
-            # of spreads out (a clinic's rare drive-through tests, each flagged).
-            two_values = np.unique(exact[seen, j]).size == 2
-            parents = slice(0, 0) if two_values else slice(None)
             *context, level_rows, fallback_rows = _contexts(
-                y[bulk], codes[seen][bulk][:, parents], n_codes[parents], exact[seen, j][bulk]
+                y[bulk], codes[seen][bulk], n_codes, exact[seen, j][bulk]
             )
             contexts.append(tuple(context))
             rows.append((level_rows, fallback_rows))
