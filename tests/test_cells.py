@@ -7,6 +7,8 @@ import pytest
 from nrad.categories import CategoryModel
 from nrad.cells import NumericCellTests, category_p_values
 from nrad.explain import first_feature
+from nrad.model_file import model_from_bytes, model_to_bytes
+from nrad.results import notes_for
 from nrad.table import fit_table
 
 
@@ -300,3 +302,34 @@ def test_a_rare_flag_flags_no_row_and_a_wild_number_still_does() -> None:
     flagged = set(np.flatnonzero(scored["flagged"].to_numpy()))
     assert 7 in flagged
     assert not flagged & set(np.flatnonzero(urgent)) and not flagged & set(np.flatnonzero(drive & (clinic == "ward")))
+
+
+def test_a_level_that_shares_a_far_value_is_a_segment_and_a_wild_value_elsewhere_is_flagged() -> None:
+    """Backups to one server move hundreds of times the bytes of other flows: 15 of 2,000 rows,
+    all to that server.  Read against the rest of the column each stood beyond its tail and was
+    flagged; they are the server's trait (a segment), and a wrapped counter of 4.3e9 bytes on an
+    ordinary flow is still flagged."""
+    rng = np.random.default_rng(1)
+    n = 2000
+    server = rng.choice(["web", "dns", "mail"], n, p=[0.6, 0.3, 0.1]).astype(object)
+    packets = np.round(np.exp(rng.normal(3.0, 1.0, n)))
+    backup = rng.choice(n, 15, replace=False)
+    server[backup] = "backup"
+    packets[backup] = np.round(np.exp(rng.normal(13.0, 0.5, 15)))
+    size = np.where(server == "backup", 1400.0, rng.uniform(200, 1200, n))
+    df = pd.DataFrame({"server": server, "packets": packets, "bytes": np.round(packets * size),
+                       "seconds": np.round(packets * 0.01 * np.exp(rng.normal(0, 0.3, n)), 2)})  # fmt: skip
+    wild = int(np.setdiff1d(np.arange(n), backup)[0])
+    df.loc[wild, "bytes"] = 2.0**32 - 5
+    model = fit_table(df, random_state=0, max_epochs=20)
+    segments = model.cell_segments
+    assert segments is not None
+    levels = model.schema.categorical_labels[0]
+    assert {levels[c] for c in segments.code} == {"backup"}
+    assert any("server = backup" in note for note in notes_for(model))
+    again = model_from_bytes(model_to_bytes(model)).cell_segments
+    assert again is not None and np.array_equal(again.code, segments.code)
+    scored, _ = model.score(df, fdr=0.1, in_sample=True)
+    flagged = set(np.flatnonzero(scored["flagged"].to_numpy()))
+    assert wild in flagged
+    assert not flagged & set(backup.tolist())

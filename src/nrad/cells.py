@@ -170,6 +170,24 @@ class NumericCellTests:
                 parts[2][seen, j] = _two_sided(self.column_upper[j], self.column_lower[j], c[seen], -c[seen])
         return parts
 
+    def left_out(self, residuals: np.ndarray, values: np.ndarray, columns: np.ndarray) -> np.ndarray:
+        """(n, p) True where a cell is among those its column's tails left out of their fit (the
+        top scores of a trimmed fit, :meth:`nrad.calibration.TailModel.fit`): the values that stand
+        beyond what the rest of the column allows, in any of the three tests, on either side."""
+        out = np.zeros(residuals.shape, dtype=bool)
+        for j in range(self.n_features):
+            sides = (
+                (self.upper[j], _surprise(residuals[:, j])), (self.lower[j], _surprise(-residuals[:, j])),
+                (self.value_upper[j], values[:, j]), (self.value_lower[j], -values[:, j]),
+                (self.column_upper[j], columns[:, j]), (self.column_lower[j], -columns[:, j]),
+            )  # fmt: skip
+            for tail, statistic in sides:
+                finite = np.isfinite(statistic)
+                if tail.n_trimmed and finite.sum() >= tail.n_trimmed:
+                    cut = np.sort(statistic[finite])[-tail.n_trimmed]
+                    out[:, j] |= finite & (np.nan_to_num(statistic, nan=-np.inf) >= cut)
+        return out
+
     def to_state(self, prefix: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         meta: dict[str, Any] = {"n_features": self.n_features}
         arrays: dict[str, np.ndarray] = {}
@@ -192,6 +210,80 @@ class NumericCellTests:
 
 
 _SIDES = ("upper", "lower", "value_upper", "value_lower", "column_upper", "column_lower")
+
+
+#: A category level is a segment of a numeric column when it holds at least this many training
+#: rows and at least this share of them hold a value of the column that the column's in-sample
+#: tails leave out (:meth:`NumericCellTests.left_out`).
+SEGMENT_MIN_ROWS = 10
+SEGMENT_SHARE = 0.5
+
+
+@dataclass
+class CellSegments:
+    """Category levels whose rows share a value far out in a numeric column: backups to one
+    server, each hundreds of times the bytes of other flows; a service billed only in bulk.
+
+    Such a value is the level's trait, not a cell's error: most rows of the level hold it (at
+    least ``SEGMENT_SHARE`` of ``SEGMENT_MIN_ROWS`` or more), and a table that has them has them
+    in every sample.  Read against the rest of the column they stand beyond its tails, and a table
+    scored against itself, whose tails leave its top values out of their fit, flagged every one.
+    Their cells are not tested in that column: they do not calibrate its tails (the other rows'
+    extremes, a wrapped byte counter, are read against the rest), and their own values there are
+    not judged by the column's tails.  Their rows are still read as a whole (the density, the
+    anomaly score, the robust distance) and in their other columns.  A broken batch is no
+    segment: it is a small part of its line's and shift's rows (research/notes.md, section 45).
+    """
+
+    #: Per segment: the numeric feature, the categorical feature and the level's code.
+    feature: np.ndarray
+    category: np.ndarray
+    code: np.ndarray
+
+    @classmethod
+    def find(cls, left_out: np.ndarray, codes: np.ndarray) -> CellSegments | None:
+        """The segments of the training rows' cells ``left_out`` (n, p; see
+        :meth:`NumericCellTests.left_out`) among the levels of their categorical features
+        ``codes`` (n, categorical features); None if there is none."""
+        found: list[tuple[int, int, int]] = []
+        for j in np.flatnonzero(left_out.sum(axis=0) >= SEGMENT_MIN_ROWS * SEGMENT_SHARE):
+            for c in range(codes.shape[1]):
+                levels, inverse, counts = np.unique(codes[:, c], return_inverse=True, return_counts=True)
+                held = np.bincount(inverse, weights=left_out[:, j].astype(float), minlength=len(levels))
+                share = held / counts
+                for code in levels[(counts >= SEGMENT_MIN_ROWS) & (share >= SEGMENT_SHARE)]:
+                    found.append((int(j), c, int(code)))
+        if not found:
+            return None
+        feature, category, code = (np.asarray(x, dtype=np.int64) for x in zip(*found, strict=True))
+        return cls(feature, category, code)
+
+    def mask(self, codes: np.ndarray, p: int) -> np.ndarray:
+        """(n, p) True where a row's cell in a numeric feature lies in one of its segments
+        (``codes``: the rows' categorical codes, n x categorical features)."""
+        out = np.zeros((len(codes), p), dtype=bool)
+        for j, c, code in zip(self.feature, self.category, self.code, strict=True):
+            out[:, j] |= codes[:, c] == code
+        return out
+
+    def to_state(self, prefix: str) -> dict[str, np.ndarray]:
+        return {f"{prefix}{name}": getattr(self, name) for name in ("feature", "category", "code")}
+
+    @classmethod
+    def from_state(
+        cls, arrays: dict[str, np.ndarray], prefix: str, p: int, n_codes: list[int]
+    ) -> CellSegments:
+        feature, category, code = (
+            np.asarray(arrays[f"{prefix}{name}"], dtype=np.int64).reshape(-1)
+            for name in ("feature", "category", "code")
+        )
+        if not len(feature) == len(category) == len(code):
+            raise ValueError("cell segments must have a category and a code per feature")
+        if ((feature < 0) | (feature >= p)).any() or ((category < 0) | (category >= len(n_codes))).any():
+            raise ValueError(f"cell segments must name numeric features 0 to {p - 1} and categorical ones")
+        if ((code < 0) | (code > np.asarray(n_codes, dtype=np.int64)[category])).any():
+            raise ValueError("cell segments must name levels of their categorical features")
+        return cls(feature, category, code)
 
 
 def _side_tails(

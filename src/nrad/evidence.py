@@ -184,6 +184,10 @@ def row_p_values(
     if cells is not None:
         assert tails.cells is not None
         cell_log_p = tails.cells.log_p_values(*cells)
+        if model.cell_segments is not None:
+            # A segment's shared far value is its level's trait, not tested (nrad.cells.CellSegments).
+            n_cat = len(model.schema.categorical_names)
+            cell_log_p[model.cell_segments.mask(prep.codes[:, :n_cat], cell_log_p.shape[1])] = 0.0
         raw = model.raw_values(prep)
         beyond = model.walls.beyond(raw) if model.walls is not None else None
         if beyond is not None:

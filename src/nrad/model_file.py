@@ -28,7 +28,7 @@ from safetensors.numpy import save as save_tensors
 
 from nrad import __version__
 from nrad.categories import CategoryModel
-from nrad.cells import Walls
+from nrad.cells import CellSegments, Walls
 from nrad.errors import NradError
 from nrad.evidence import ChannelTails
 from nrad.fusion import Fusion
@@ -41,6 +41,8 @@ from nrad.preprocess import TableSchema
 from nrad.table import MAX_CELL_FEATURES, TableModel
 
 FORMAT = "nrad-model"
+#: Version 14: category levels whose rows share a value far out in a numeric column
+#: (``cell_segments``); a file of version 9 to 13 still reads, without them.
 #: Version 13: a datetime column keeps the range of its training dates (``date_range``), beyond
 #: which a date is outside its support, and a tail says whether the counts of its calibration
 #: scores floor its p-values (``floor``); a file of version 9 to 12 still reads, without either.
@@ -60,8 +62,8 @@ FORMAT = "nrad-model"
 #: each cell tested by its residual and by its value in context), lattice walls, the robust
 #: Gaussian's sparse columns (p-values of earlier versions were calibrated differently: those
 #: files must be refitted).
-FORMAT_VERSION = 13
-READS_VERSIONS = (9, 10, 11, 12, 13)
+FORMAT_VERSION = 14
+READS_VERSIONS = (9, 10, 11, 12, 13, 14)
 MANIFEST, TENSORS = "manifest.json", "tensors.safetensors"
 MAX_MANIFEST_BYTES = 16 * 2**20
 MAX_TENSOR_BYTES = 2 * 2**30
@@ -124,6 +126,8 @@ def _write_zip(model: TableModel, fh: Any) -> None:
         tensors.update(model.walls.to_state("walls."))
     if model.identities is not None:
         tensors.update(model.identities.to_state("identities."))
+    if model.cell_segments is not None:
+        tensors.update(model.cell_segments.to_state("cell_segments."))
     if model.basis is not None:
         tensors["basis"] = model.basis
     manifest = {
@@ -276,6 +280,11 @@ def _rebuild(manifest: dict[str, Any], tensors: dict[str, np.ndarray]) -> TableM
         if "identities.form" in tensors
         else None
     )
+    cell_segments = (
+        CellSegments.from_state(tensors, "cell_segments.", p, [len(x) for x in schema.categorical_labels])
+        if "cell_segments.feature" in tensors
+        else None
+    )
     residual_variance = float(manifest["residual_variance"])
     if not residual_variance > 0:
         raise ValueError("the components' residual variance must be positive")
@@ -283,7 +292,7 @@ def _rebuild(manifest: dict[str, Any], tensors: dict[str, np.ndarray]) -> TableM
         schema, categories, numeric, detectors, tails, manifest.get("id_column"),
         list(manifest.get("ignore", [])), manifest.get("info", {}), fusion=fusion, gaussians=gaussians,
         relations=relations, basis=basis, residual_variance=residual_variance, walls=walls,
-        identities=identities,
+        identities=identities, cell_segments=cell_segments,
     )  # fmt: skip
 
 

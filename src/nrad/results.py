@@ -117,6 +117,31 @@ def notes_for(model: TableModel) -> list[str]:
                      f"whole numbers named like a key, most of them distinct): {', '.join(others)}; "
                      "give --feature NAME to keep one as a feature")  # fmt: skip
     notes += [c.note for c in model.schema.columns if c.note]
+    notes += _segment_notes(model)
+    return notes
+
+
+def _segment_notes(model: TableModel) -> list[str]:
+    """One note per category level whose rows share values far out in numeric columns
+    (:class:`nrad.cells.CellSegments`): which columns, and that their cells are not tested alone."""
+    segments = model.cell_segments
+    if segments is None:
+        return []
+    schema = model.schema
+    numeric = np.asarray(schema.names)[np.asarray(schema.numeric_sources, dtype=int)]
+    by_level: dict[tuple[int, int], list[str]] = {}
+    for j, c, code in zip(segments.feature, segments.category, segments.code, strict=True):
+        columns = by_level.setdefault((int(c), int(code)), [])
+        if numeric[j] not in columns:
+            columns.append(str(numeric[j]))
+    notes = []
+    for (c, code), columns in by_level.items():
+        labels = schema.categorical_labels[c]
+        level = labels[code] if code < len(labels) else "a rare level"
+        name = schema.categorical_names[c]
+        notes.append(f"most rows with {name} = {level} hold values of {', '.join(columns)} far beyond"
+                     " the other rows': read as that level's trait, not as errors (those cells are "
+                     "not tested alone; the rows still are)")  # fmt: skip
     return notes
 
 

@@ -44,7 +44,7 @@ import pandas as pd
 
 from nrad.calibration import DISTANCE_TRIM, TailModel
 from nrad.categories import CategoryModel
-from nrad.cells import CELL_MAX_SHAPE, Walls
+from nrad.cells import CELL_MAX_SHAPE, CELL_TRIM, CellSegments, NumericCellTests, Walls
 from nrad.encoding import (
     SPIKE,
     Prepared,
@@ -140,6 +140,9 @@ class TableModel:
     #: :class:`nrad.identities.Identities`): a row that breaks one holds an impossible cell (None
     #: without numbers).
     identities: Identities | None = None
+    #: Category levels whose rows share a value far out in a numeric column (see
+    #: :class:`nrad.cells.CellSegments`): their cells in it are not tested (None: no segment).
+    cell_segments: CellSegments | None = None
     #: Cross-fitting: the fold of each training row (its rows are scored by the flow of that
     #: fold, which did not see them).  Only for the table just fitted; not saved.
     folds: np.ndarray | None = field(default=None, repr=False)
@@ -660,6 +663,15 @@ def fit_table(
         in_units = model.raw_values(prep)
         model.walls = Walls.fit(in_units, numeric.discrete)
         model.identities = Identities.fit(in_units, enc.codes, n_codes, random_state)
+        # A level most of whose rows hold a value the column's tails leave out is a segment of
+        # the table (backups to one server): those cells calibrate no tail and are not tested.
+        first = NumericCellTests.fit(residuals, values, spread, CELL_TRIM)
+        left_out = first.left_out(residuals, values, spread)
+        model.cell_segments = CellSegments.find(left_out, enc.codes)
+        if model.cell_segments is not None:
+            off = model.cell_segments.mask(enc.codes, residuals.shape[1])
+            residuals, values = np.where(off, np.nan, residuals), np.where(off, np.nan, values)
+            spread = np.where(off, np.nan, spread)
     if detector == "fused" and enc.numeric.shape[1]:
         say(f"fitting neighbour and isolation scores ({n_folds} folds)")
         model.fusion = Fusion.fit(z, model.folds, inside, random_state)
