@@ -604,7 +604,18 @@ def fit_table(
         width = flow_width(z.shape[1], per_flow)
         if width and width < z.shape[1] or z.shape[1] > MAX_CELL_FEATURES:
             model.basis, model.residual_variance = _principal_basis(z[inside], width or MAX_FLOW_FEATURES)
-        model.gaussians = _fit_gaussians(model, z, absent, inside, random_state)
+        # The robust Gaussians and the relations read a column of two values (a flag) spread over
+        # the gap between them before its context is applied (as the calibration below reads it):
+        # read per level first, a flag is a few points (0 in most rows of every clinic, its 1 at
+        # a different place per clinic), too many to be spread afterwards.  The Gaussians' subset
+        # of the most alike rows then held the flag at exactly 0 and had no spread along it, and
+        # every row with a 1 where 1s are few (74 of a clinic's 172, most of a ward's inpatients)
+        # lay hundreds of spreads out: 260 rows of a real table of covid tests were flagged so.
+        spread = spread_levels(y, ~np.isnan(y), np.random.default_rng(random_state + 1))
+        spread_z = model.numeric_z(spread, codes)[0]
+        flags = np.any(np.isfinite(y) & (spread != y), axis=0)  # the columns spread_levels spread
+        spread_filled = np.where(flags, hot_deck(spread_z, np.random.default_rng(random_state + 4)), z)
+        model.gaussians = _fit_gaussians(model, spread_filled, spread_z, inside, random_state)
         # The flows learn absent cells (missing, or at their column's spike) drawn from their
         # conditional distribution given the row's present numbers: as spread as the values they
         # stand for (a spike column's values off the spike), and related to the row's other cells
@@ -621,8 +632,7 @@ def fit_table(
         # means): they find the rows standing apart, and calibrate below.  Read on the dequantized
         # values, as the Gaussians were fitted: rows that share a rare count tie in distance, and
         # ties read as a gap that an exponential tail would not make (nrad.calibration.gap_trim).
-        spread = spread_levels(y, ~np.isnan(y), np.random.default_rng(random_state + 1))
-        filled = model.fill(model.numeric_z(spread, codes)[0], model.folds)
+        filled = model.fill(spread_z, model.folds)
         distances = model.distance_statistic(filled, model.folds)
         apart = _standing_apart(distances)
         # A cluster that is most of its category levels is a segment of the table (every US
@@ -634,7 +644,7 @@ def fit_table(
             batch = _a_cluster(apart, filled, np.random.default_rng(random_state + 3))
         if z.shape[1] <= MAX_CELL_FEATURES:
             model.relations = [
-                Relations.fit(model.reading(name, y, codes), model.folds, inside, random_state, name)
+                Relations.fit(model.reading(name, spread, codes), model.folds, inside, random_state, name)
                 for name in READINGS
             ]
         if width:
