@@ -599,7 +599,8 @@ def fit_table(
         # them learns density where they cluster, and then scores the next
         # one as normal.  Clean rows almost never go that far.
         raw = numeric.standardize(y, codes)
-        inside = np.all(np.isnan(raw) | (np.abs(raw) <= TRAIN_BOUND), axis=1)
+        far = ~(np.isnan(raw) | (np.abs(raw) <= TRAIN_BOUND))
+        inside = ~far.any(axis=1)
         per_flow = min(int(((model.folds != k) & inside).sum()) for k in range(n_folds))
         width = flow_width(z.shape[1], per_flow)
         if width and width < z.shape[1] or z.shape[1] > MAX_CELL_FEATURES:
@@ -613,8 +614,8 @@ def fit_table(
         # lay hundreds of spreads out: 260 rows of a real table of covid tests were flagged so.
         spread = spread_levels(y, ~np.isnan(y), np.random.default_rng(random_state + 1))
         spread_z = model.numeric_z(spread, codes)[0]
-        flags = np.any(np.isfinite(y) & (spread != y), axis=0)  # the columns spread_levels spread
-        spread_filled = np.where(flags, hot_deck(spread_z, np.random.default_rng(random_state + 4)), z)
+        two_valued = np.any(np.isfinite(y) & (spread != y), axis=0)  # the columns spread_levels spread
+        spread_filled = np.where(two_valued, hot_deck(spread_z, np.random.default_rng(random_state + 4)), z)
         model.gaussians = _fit_gaussians(model, spread_filled, spread_z, inside, random_state)
         # The flows learn absent cells (missing, or at their column's spike) drawn from their
         # conditional distribution given the row's present numbers: as spread as the values they
@@ -639,6 +640,7 @@ def fit_table(
         # invoice charges no VAT), not a broken batch: it trains the models, and the in-sample
         # distance tail does not leave it out.
         segment = _is_segment(apart, enc.codes)
+        left_apart = apart if not segment else np.zeros_like(apart)
         if not segment:
             inside &= ~apart
             batch = _a_cluster(apart, filled, np.random.default_rng(random_state + 3))
@@ -647,6 +649,24 @@ def fit_table(
                 Relations.fit(model.reading(name, spread, codes), model.folds, inside, random_state, name)
                 for name in READINGS
             ]
+        # Calibrated on the dequantized values (a count spread over its unit cell, a two-valued
+        # column over the gap between its values), as the flows were trained: tied residuals
+        # would make a count's next value, or the 4% of rows with two kitchens, look like a gap
+        # in a continuous tail (nrad.calibration.gap_trim) and trim it as anomalies.
+        residuals = model.cell_residuals(prep, model.folds, y=spread)
+        values = model.cell_values(prep, y=spread)
+        # A level most of whose rows hold a value the column's tails leave out is a segment of
+        # the table (backups to one server): those cells calibrate no tail and are not tested,
+        # and its rows train the flows and the other members (their far values are the level's).
+        first = NumericCellTests.fit(residuals, values, spread, CELL_TRIM)
+        left_out = first.left_out(residuals, values, spread)
+        model.cell_segments = CellSegments.find(left_out, enc.codes)
+        if model.cell_segments is not None:
+            off = model.cell_segments.mask(enc.codes, residuals.shape[1])
+            residuals, values = np.where(off, np.nan, residuals), np.where(off, np.nan, values)
+            spread = np.where(off, np.nan, spread)
+            inside |= ~np.any(far & ~off, axis=1) & ~left_apart
+        cells = residuals, values
         if width:
             say(f"fitting {n_folds} flows on {width} numeric features")
             params = {
@@ -664,24 +684,10 @@ def fit_table(
     density, z, _ = model.density_prepared(prep, model.folds)
     scores, residuals, values = density, None, None
     if enc.numeric.shape[1]:
-        # Calibrated on the dequantized values (a count spread over its unit cell, a two-valued
-        # column over the gap between its values), as the flows were trained: tied residuals
-        # would make a count's next value, or the 4% of rows with two kitchens, look like a gap
-        # in a continuous tail (nrad.calibration.gap_trim) and trim it as anomalies.
-        residuals = model.cell_residuals(prep, model.folds, y=spread)
-        values = model.cell_values(prep, y=spread)
+        residuals, values = cells
         in_units = model.raw_values(prep)
         model.walls = Walls.fit(in_units, numeric.discrete)
         model.identities = Identities.fit(in_units, enc.codes, n_codes, random_state)
-        # A level most of whose rows hold a value the column's tails leave out is a segment of
-        # the table (backups to one server): those cells calibrate no tail and are not tested.
-        first = NumericCellTests.fit(residuals, values, spread, CELL_TRIM)
-        left_out = first.left_out(residuals, values, spread)
-        model.cell_segments = CellSegments.find(left_out, enc.codes)
-        if model.cell_segments is not None:
-            off = model.cell_segments.mask(enc.codes, residuals.shape[1])
-            residuals, values = np.where(off, np.nan, residuals), np.where(off, np.nan, values)
-            spread = np.where(off, np.nan, spread)
     if detector == "fused" and enc.numeric.shape[1]:
         say(f"fitting neighbour and isolation scores ({n_folds} folds)")
         model.fusion = Fusion.fit(z, model.folds, inside, random_state)
@@ -701,7 +707,7 @@ def fit_table(
     # of rows standing apart (a broken batch, _a_cluster) keeps the density's tail light.
     model.own_tails = ChannelTails.fit(
         scores, density if fused else None, distances, residuals, values, spread, in_sample=True,
-        cluster=not segment, small=len(features) < FOLD_BANDS[0][0], apart=batch,
+        cluster=batch, small=len(features) < FOLD_BANDS[0][0], apart=batch,
     )
     info.update(n_train_rows=len(features), preprocess_counts={**schema.counts, **enc.counts})
     return model
@@ -776,34 +782,52 @@ def _standing_apart(distances: np.ndarray) -> np.ndarray:
 #: of the other rows (random samples).
 CLUSTER_APART_ROWS = 500
 CLUSTER_OTHER_ROWS = 20_000
+#: A cluster is tight when its rows lie nearer each other than this share of the distance between
+#: as many rows drawn from the rest of the table (the median over ``CLUSTER_DRAWS`` draws).
+TIGHT_SHARE = 0.5
+CLUSTER_DRAWS = 5
+
+
+def _nearest_other(z: np.ndarray) -> np.ndarray:
+    """Each row's distance to the nearest other row of ``z``."""
+    from sklearn.neighbors import NearestNeighbors
+
+    return NearestNeighbors(n_neighbors=2).fit(z).kneighbors(z)[0][:, 1]
 
 
 def _a_cluster(apart: np.ndarray, z: np.ndarray, rng: np.random.Generator) -> bool:
-    """Whether the rows standing apart (``apart``, see :func:`_standing_apart`) are a cluster: in
-    the median, each lies nearer to another of them than to any other row (``z``: the numbers the
-    distances were read on).
+    """Whether the rows standing apart (``apart``, see :func:`_standing_apart`) are a tight
+    cluster: in the median, each lies nearer to another of them than to any other row, and nearer
+    than ``TIGHT_SHARE`` of the distance between as many rows drawn from the rest (``z``: the
+    numbers the distances were read on).
 
-    A broken batch is: its rows are alike, and unlike the rest.  The few rows that a clean table
-    with heavy-tailed columns has standing apart mostly are not: its extremes lie in different
-    directions, each nearer the bulk than the next extreme.  Only a cluster keeps the
-    density's in-sample tail light (:class:`nrad.evidence.ChannelTails`, ``apart``); natural
-    extremes read against a light tail were flagged in many clean tables (research/notes.md,
-    section 36).
+    A broken batch is: its parts come from one run, alike and unlike the rest.  The few rows that
+    a clean table with heavy-tailed columns has standing apart mostly are not: its extremes lie in
+    different directions, each nearer the bulk than the next extreme.  Nor are errors of several
+    kinds, or a rare kind of row (stays of three weeks among stays of a few nights): they may lie
+    nearer each other than any other row, all far out, but as spread among themselves as the
+    table's other rows.  Only a tight cluster keeps the density's in-sample tail light
+    (:class:`nrad.evidence.ChannelTails`, ``apart``); natural extremes read against a light tail
+    were flagged in many clean tables (research/notes.md, sections 36 and 45).
     """
     from sklearn.neighbors import NearestNeighbors
 
     rows, others = np.flatnonzero(apart), np.flatnonzero(~apart)
     if len(rows) < 2:
         return False
-    if not len(others):
+    if len(others) < 2:
         return True
     if len(rows) > CLUSTER_APART_ROWS:
         rows = rng.choice(rows, CLUSTER_APART_ROWS, replace=False)
+    inner = float(np.median(_nearest_other(z[rows])))
+    drawn = [
+        float(np.median(_nearest_other(z[rng.choice(others, min(len(rows), len(others)), replace=False)])))
+        for _ in range(CLUSTER_DRAWS)
+    ]
     if len(others) > CLUSTER_OTHER_ROWS:
         others = rng.choice(others, CLUSTER_OTHER_ROWS, replace=False)
-    inner = NearestNeighbors(n_neighbors=2).fit(z[rows]).kneighbors(z[rows])[0][:, 1]
     outer = NearestNeighbors(n_neighbors=1).fit(z[others]).kneighbors(z[rows])[0][:, 0]
-    return bool(np.median(inner) < np.median(outer))
+    return inner < float(np.median(outer)) and inner < TIGHT_SHARE * float(np.median(drawn))
 
 
 #: A level most of whose rows stand apart (at least this share of them, and this many rows) ...
