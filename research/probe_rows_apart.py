@@ -4,8 +4,9 @@ For clean tables of ``benchmarks/fdr.py`` (``--nulls``) and planted tables of
 ``benchmarks/main_job.py`` (``--families``), fits the table model as those
 benchmarks do and prints per table how many rows the robust distance calls
 apart (``nrad.table._standing_apart``), whether they count as a cluster
-(``nrad.table._a_cluster``: each nearer another of them than any other row, in
-the median), and those two median distances.  A cluster keeps the density's
+(``nrad.table._a_cluster``: each nearer another of them than any other row, and
+nearer than half the distance between as many rows drawn from the rest, in the
+median), and those three median distances.  A cluster keeps the density's
 in-sample tail light (docs/method.md, section 9; research/notes.md, section 36).
 Read by wrapping the two functions for the run (the product has no hook).
 
@@ -47,7 +48,9 @@ def main() -> None:
         if len(rows) >= 2 and len(others):
             inner = np.sort(np.linalg.norm(z[rows, None] - z[None, rows], axis=2), axis=1)[:, 1]
             outer = np.array([np.linalg.norm(z[others] - z[r], axis=1).min() for r in rows])
-            seen["distances"] = (float(np.median(inner)), float(np.median(outer)))
+            draw = np.random.default_rng(0).choice(others, min(len(rows), len(others)), replace=False)
+            drawn = table_module._nearest_other(z[draw]) if len(draw) >= 2 else np.full(1, np.nan)
+            seen["distances"] = (float(np.median(inner)), float(np.median(outer)), float(np.median(drawn)))
         seen["cluster"] = out = a_cluster(apart, z, rng)
         return out
 
@@ -64,10 +67,10 @@ def main() -> None:
                 table_module.fit_table(planted.frame, id_column=main_job.IDS[name])
             apart = seen.get("apart")
             count = 0 if apart is None else int(np.sum(apart))
-            inner, outer = seen.get("distances", (np.nan, np.nan))
+            inner, outer, drawn = seen.get("distances", (np.nan, np.nan, np.nan))
             print(f"{kind} {name} seed {seed}: {count} rows apart, cluster {seen.get('cluster', False)}, "
                   f"median distance to the nearest other row apart {inner:.2f}, to the nearest row not "
-                  f"apart {outer:.2f}", flush=True)  # fmt: skip
+                  f"apart {outer:.2f}, between as many other rows {drawn:.2f}", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

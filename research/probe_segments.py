@@ -51,8 +51,9 @@ def main() -> None:
                 if segments is not None:
                     schema = model.schema
                     numeric = np.asarray(schema.names)[np.asarray(schema.numeric_sources, dtype=int)]
+                    labels = schema.categorical_labels
                     found = [
-                        f"{numeric[j]} in {schema.categorical_names[c]} = {schema.categorical_labels[c][code]}"
+                        f"{numeric[j]} in {schema.categorical_names[c]} = {labels[c][code]}"
                         for j, c, code in zip(segments.feature, segments.category, segments.code, strict=True)
                     ]
                 print(f"{generator} seed {seed} {mode}: {'; '.join(found) or 'no segment'}", flush=True)

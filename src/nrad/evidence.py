@@ -88,12 +88,14 @@ class ChannelTails:
         cluster: bool = True,
         small: bool = False,
         apart: bool = False,
+        cell_tests: NumericCellTests | None = None,
     ) -> ChannelTails:
         """From the training rows' out-of-fold statistics (None: no such channel).  ``cluster``:
-        in sample, the distance's tail may leave out a cluster standing apart (False: the rows
-        apart are a segment of the table, and only the top scores are left out, as a row score's).
-        ``small``: the statistics are a small table's (its flows learned from a few hundred rows).
-        ``apart``: a cluster of rows, no segment, stands apart in the robust distance."""
+        in sample, the distance's tail may leave out a tight cluster standing apart (False: only
+        the top scores are left out, as a row score's).  ``small``: the statistics are a small
+        table's (its flows learned from a few hundred rows).  ``apart``: a tight cluster of rows,
+        no segment, stands apart in the robust distance.  ``cell_tests``: the cells' tests,
+        already fitted to ``residuals``, ``values`` and ``columns`` as this fit would."""
         light = in_sample and apart and not small
         trim = (lambda share: share) if in_sample else (lambda share: None)  # noqa: E731
         return cls(
@@ -104,8 +106,8 @@ class ChannelTails:
             None
             if distances is None
             else TailModel.fit(distances, trim(DISTANCE_TRIM if cluster else SCORE_TRIM), CELL_MAX_SHAPE),
-            None
-            if residuals is None or values is None or columns is None
+            cell_tests
+            if cell_tests is not None or residuals is None or values is None or columns is None
             else NumericCellTests.fit(residuals, values, columns, trim(CELL_TRIM)),
         )
 

@@ -585,7 +585,7 @@ def fit_table(
     n_folds = cross_fit_folds(len(features))
     model.folds = rng.permutation(len(features)) % n_folds
     prep = Prepared(numeric.shape(enc.numeric), codes, enc.counts, enc.missing)
-    distances, spread, segment, batch = None, None, False, False
+    distances, spread, segment, batch, own_cell_tests = None, None, False, False, None
     if enc.numeric.shape[1]:
         # Dequantized values (integers spread over their unit cell) train the flows; scoring
         # reads the values as they are.  Absent cells are filled with random observed values
@@ -667,6 +667,7 @@ def fit_table(
             spread = np.where(off, np.nan, spread)
             inside |= ~np.any(far & ~off, axis=1) & ~left_apart
         cells = residuals, values
+        own_cell_tests = first if model.cell_segments is None else None
         if width:
             say(f"fitting {n_folds} flows on {width} numeric features")
             params = {
@@ -707,7 +708,7 @@ def fit_table(
     # of rows standing apart (a broken batch, _a_cluster) keeps the density's tail light.
     model.own_tails = ChannelTails.fit(
         scores, density if fused else None, distances, residuals, values, spread, in_sample=True,
-        cluster=batch, small=len(features) < FOLD_BANDS[0][0], apart=batch,
+        cluster=batch, small=len(features) < FOLD_BANDS[0][0], apart=batch, cell_tests=own_cell_tests,
     )
     info.update(n_train_rows=len(features), preprocess_counts={**schema.counts, **enc.counts})
     return model
