@@ -16,6 +16,7 @@ from nrad.table import (
     FOLD_BANDS,
     MIN_TABLE_ROWS,
     TableModel,
+    _a_cluster,
     check_rows,
     cross_fit_folds,
     fit_table,
@@ -324,3 +325,20 @@ def test_a_date_a_century_off_is_flagged_and_named() -> None:
     # The same model scores rows of the following years by their weekday, as before.
     later = df.iloc[:20].assign(when="2026-07-15")
     assert not model.score(later, fdr=0.1)[0]["p_value"].eq(0.0).any()
+
+
+def test_rows_apart_are_a_broken_batch_only_when_tight() -> None:
+    """A broken batch is twenty parts alike: tight, far from the rest.  Twenty rows far out along
+    one column but as spread in the others as any rows (stays of three weeks among stays of a few
+    nights) lie nearer each other than any other row too, yet are no batch: read as one, the
+    density's tail was kept light and the distance's gap trimmed, and a clean network log had 322
+    rows flagged."""
+    rng = np.random.default_rng(0)
+    bulk = rng.normal(size=(3000, 6))
+    apart = np.zeros(3020, dtype=bool)
+    apart[3000:] = True
+    batch = np.vstack([bulk, 5.0 + 0.1 * rng.normal(size=(20, 6))])
+    spread = rng.normal(size=(20, 6))
+    spread[:, 0] = 8.0 + 3.0 * rng.random(20)
+    assert _a_cluster(apart, batch, np.random.default_rng(1))
+    assert not _a_cluster(apart, np.vstack([bulk, spread]), np.random.default_rng(1))

@@ -230,9 +230,11 @@ class CellSegments:
     scored against itself, whose tails leave its top values out of their fit, flagged every one.
     Their cells are not tested in that column: they do not calibrate its tails (the other rows'
     extremes, a wrapped byte counter, are read against the rest), and their own values there are
-    not judged by the column's tails.  Their rows are still read as a whole (the density, the
-    anomaly score, the robust distance) and in their other columns.  A broken batch is no
-    segment: it is a small part of its line's and shift's rows (research/notes.md, section 45).
+    not judged by the column's tails.  Their rows train the flows and the other members (a far
+    value of theirs is no reason to leave a row out, :func:`nrad.table.fit_table`), and are still
+    read as a whole (the density, the anomaly score, the robust distance) and in their other
+    columns.  A broken batch is no segment: it is a small part of its line's and shift's rows
+    (research/notes.md, section 45).
     """
 
     #: Per segment: the numeric feature, the categorical feature and the level's code.
