@@ -605,18 +605,27 @@ def fit_table(
         width = flow_width(z.shape[1], per_flow)
         if width and width < z.shape[1] or z.shape[1] > MAX_CELL_FEATURES:
             model.basis, model.residual_variance = _principal_basis(z[inside], width or MAX_FLOW_FEATURES)
-        # The robust Gaussians and the relations read a column of two values (a flag) spread over
-        # the gap between them before its context is applied (as the calibration below reads it):
-        # read per level first, a flag is a few points (0 in most rows of every clinic, its 1 at
-        # a different place per clinic), too many to be spread afterwards.  The Gaussians' subset
-        # of the most alike rows then held the flag at exactly 0 and had no spread along it, and
-        # every row with a 1 where 1s are few (74 of a clinic's 172, most of a ward's inpatients)
-        # lay hundreds of spreads out: 260 rows of a real table of covid tests were flagged so.
+        # The robust Gaussians and the relations read a column of two values (a flag) that has a
+        # category as its context spread over the gap between its values before the context is
+        # applied (as the calibration below reads it): read per level first, such a flag is a few
+        # points (0 in most rows of every clinic, its 1 at a different place per clinic), too
+        # many to be spread afterwards.  The Gaussians' subset of the most alike rows then held
+        # the flag at exactly 0 and had no spread along it, and every row with a 1 where 1s are
+        # few (74 of a clinic's 172, most of a ward's inpatients) lay hundreds of spreads out:
+        # 260 rows of a real table of covid tests were flagged so.  A flag without a context is
+        # two points, spread as before (nrad.gaussian.spread_levels).
         spread = spread_levels(y, ~np.isnan(y), np.random.default_rng(random_state + 1))
         spread_z = model.numeric_z(spread, codes)[0]
         two_valued = np.any(np.isfinite(y) & (spread != y), axis=0)  # the columns spread_levels spread
-        spread_filled = np.where(two_valued, hot_deck(spread_z, np.random.default_rng(random_state + 4)), z)
-        model.gaussians = _fit_gaussians(model, spread_filled, spread_z, inside, random_state)
+        in_context = two_valued & (numeric.parent >= 0)
+        read_y = np.where(in_context, spread, y)
+        model.gaussians = _fit_gaussians(
+            model,
+            np.where(in_context, hot_deck(spread_z, np.random.default_rng(random_state + 4)), z),
+            np.where(in_context, spread_z, absent),
+            inside,
+            random_state,
+        )
         # The flows learn absent cells (missing, or at their column's spike) drawn from their
         # conditional distribution given the row's present numbers: as spread as the values they
         # stand for (a spike column's values off the spike), and related to the row's other cells
@@ -646,7 +655,7 @@ def fit_table(
             batch = _a_cluster(apart, filled, np.random.default_rng(random_state + 3))
         if z.shape[1] <= MAX_CELL_FEATURES:
             model.relations = [
-                Relations.fit(model.reading(name, spread, codes), model.folds, inside, random_state, name)
+                Relations.fit(model.reading(name, read_y, codes), model.folds, inside, random_state, name)
                 for name in READINGS
             ]
         # Calibrated on the dequantized values (a count spread over its unit cell, a two-valued
