@@ -13,36 +13,29 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import sys
 from pathlib import Path
 
 import numpy as np
 
+from nrad.bench.runner import parse_seeds
 from nrad.table import fit_table
 
-
-def fdr_module():
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "fdr.py"
-    spec = importlib.util.spec_from_file_location("fdr", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import fdr  # noqa: E402
 
 
 def main() -> None:
     import torch
 
     torch.set_num_threads(1)
-    fdr = fdr_module()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nulls", default=",".join(fdr.NULLS))
     parser.add_argument("--seeds", default="0-2")
     parser.add_argument("--rows", type=int, default=3000)
     args = parser.parse_args()
-    first, _, last = args.seeds.partition("-")
     for generator in args.nulls.split(","):
-        for seed in range(int(first), int(last or first) + 1):
+        for seed in parse_seeds(args.seeds):
             # The seeds fdr.py draws the table scored in sample and the clean table fitted with.
             for mode, base in (("detect", 10_000), ("fit", 20_000)):
                 model = fit_table(fdr.NULLS[generator](args.rows, base + seed), random_state=seed)

@@ -212,11 +212,20 @@ class NumericCellTests:
 _SIDES = ("upper", "lower", "value_upper", "value_lower", "column_upper", "column_lower")
 
 
-#: A category level is a segment of a numeric column when it holds at least this many training
-#: rows and at least this share of them hold a value of the column that the column's in-sample
-#: tails leave out (:meth:`NumericCellTests.left_out`).
+#: A category level is a segment when it holds at least this many training rows and at least this
+#: share of them hold what marks it: a value of a numeric column that the column's in-sample tails
+#: leave out (:meth:`NumericCellTests.left_out`), or a robust distance that stands apart
+#: (:func:`nrad.table._is_segment`).
 SEGMENT_MIN_ROWS = 10
 SEGMENT_SHARE = 0.5
+
+
+def levels_mostly_held(held: np.ndarray, column: np.ndarray) -> np.ndarray:
+    """The codes of ``column`` (one categorical feature's codes, n) whose levels hold at least
+    ``SEGMENT_MIN_ROWS`` rows, at least ``SEGMENT_SHARE`` of them ``held`` (n, bool)."""
+    levels, inverse, counts = np.unique(column, return_inverse=True, return_counts=True)
+    share = np.bincount(inverse, weights=held.astype(float), minlength=len(levels)) / counts
+    return levels[(counts >= SEGMENT_MIN_ROWS) & (share >= SEGMENT_SHARE)]
 
 
 @dataclass
@@ -250,11 +259,7 @@ class CellSegments:
         found: list[tuple[int, int, int]] = []
         for j in np.flatnonzero(left_out.sum(axis=0) >= SEGMENT_MIN_ROWS * SEGMENT_SHARE):
             for c in range(codes.shape[1]):
-                levels, inverse, counts = np.unique(codes[:, c], return_inverse=True, return_counts=True)
-                held = np.bincount(inverse, weights=left_out[:, j].astype(float), minlength=len(levels))
-                share = held / counts
-                for code in levels[(counts >= SEGMENT_MIN_ROWS) & (share >= SEGMENT_SHARE)]:
-                    found.append((int(j), c, int(code)))
+                found += [(int(j), c, int(code)) for code in levels_mostly_held(left_out[:, j], codes[:, c])]
         if not found:
             return None
         feature, category, code = (np.asarray(x, dtype=np.int64) for x in zip(*found, strict=True))

@@ -44,7 +44,14 @@ import pandas as pd
 
 from nrad.calibration import DISTANCE_TRIM, TailModel
 from nrad.categories import CategoryModel
-from nrad.cells import CELL_MAX_SHAPE, CELL_TRIM, CellSegments, NumericCellTests, Walls
+from nrad.cells import (
+    CELL_MAX_SHAPE,
+    CELL_TRIM,
+    CellSegments,
+    NumericCellTests,
+    Walls,
+    levels_mostly_held,
+)
 from nrad.encoding import (
     SPIKE,
     Prepared,
@@ -649,9 +656,9 @@ def fit_table(
         # invoice charges no VAT), not a broken batch: it trains the models, and the in-sample
         # distance tail does not leave it out.
         segment = _is_segment(apart, enc.codes)
-        left_apart = apart if not segment else np.zeros_like(apart)
+        left_apart = apart & (not segment)
+        inside &= ~left_apart
         if not segment:
-            inside &= ~apart
             batch = _a_cluster(apart, filled, np.random.default_rng(random_state + 3))
         if z.shape[1] <= MAX_CELL_FEATURES:
             model.relations = [
@@ -840,15 +847,12 @@ def _a_cluster(apart: np.ndarray, z: np.ndarray, rng: np.random.Generator) -> bo
     return inner < float(np.median(outer)) and inner < TIGHT_SHARE * float(np.median(drawn))
 
 
-#: A level most of whose rows stand apart (at least this share of them, and this many rows) ...
-SEGMENT_SHARE = 0.5
-SEGMENT_MIN_ROWS = 10
 
 
 def _is_segment(apart: np.ndarray, codes: np.ndarray) -> bool:
     """Whether most rows standing apart (``apart``, see :func:`_standing_apart`) belong to levels
     most of whose rows stand apart: levels (of any categorical column) of at least
-    ``SEGMENT_MIN_ROWS`` rows, ``SEGMENT_SHARE`` of which stand apart, holding together at least
+    ``nrad.cells.SEGMENT_MIN_ROWS`` rows, ``SEGMENT_SHARE`` of which stand apart, holding together at least
     half of the rows apart.
 
     A broken batch shares its line and shift with good parts (20 of line B's 1,000 or so); a
@@ -863,10 +867,7 @@ def _is_segment(apart: np.ndarray, codes: np.ndarray) -> bool:
         return False
     in_segment = np.zeros(len(apart), dtype=bool)
     for column in codes.T:
-        levels, inverse, counts = np.unique(column, return_inverse=True, return_counts=True)
-        share = np.bincount(inverse, weights=apart.astype(float), minlength=len(levels)) / counts
-        mostly_apart = (counts >= SEGMENT_MIN_ROWS) & (share >= SEGMENT_SHARE)
-        in_segment |= mostly_apart[inverse]
+        in_segment |= np.isin(column, levels_mostly_held(apart, column))
     return int((in_segment & apart).sum()) >= 0.5 * n_apart
 
 
