@@ -85,6 +85,37 @@ def test_a_row_that_breaks_an_identity_is_blamed_on_the_cell_or_the_level() -> N
     assert not ids.broken(values, codes)[0][typo].any()
 
 
+def _stays(n: int, seed: int) -> pd.DataFrame:
+    """Hotel stays: a city tax per guest and night that each hotel sets, times the guests and the
+    nights (whole numbers), written to cents; a nightly rate with a 5% spread."""
+    rng = np.random.default_rng(seed)
+    hotel = rng.choice(["centre", "airport", "resort"], n)
+    guests, nights = rng.integers(1, 4, n), 1 + rng.poisson(2.0, n)
+    fee = pd.Series(hotel).map({"centre": 2.5, "airport": 1.5, "resort": 3.0}).to_numpy()
+    return pd.DataFrame({"hotel": hotel, "guests": guests, "nights": nights,
+                         "rate": np.round(120 * np.exp(rng.normal(0, 0.05, n)), 2),
+                         "city_tax": np.round(fee * guests * nights, 2)})  # fmt: skip
+
+
+def test_a_product_of_counts_with_a_factor_per_level_is_an_identity() -> None:
+    """tax = the hotel's fee x guests x nights holds within each hotel as a product; read as
+    rounded, one guest or one night would be off by a half, and no product of them could be
+    checked.  A stay taxed at another hotel's fee keeps that hotel's identity: its hotel is
+    blamed.  A clean table breaks none."""
+    df = _stays(1500, 0)
+    ids, values, codes, names = _fit(df)
+    found = {(tuple(sorted(names[j] for j in np.flatnonzero(ids._involved(k)))), int(ids.feature[k]))
+             for k in range(ids.n_identities)}  # fmt: skip
+    assert found == {(("city_tax", "guests", "nights"), 0)}
+    numeric, levels = ids.broken(values, codes)
+    assert not numeric.any() and not levels.any()
+    row = int(np.flatnonzero((df["hotel"] == "centre") & (df["guests"] == 2))[0])
+    values[row, names.index("city_tax")] = round(1.5 * 2 * float(df.loc[row, "nights"]), 2)
+    numeric, levels = ids.broken(values, codes)
+    assert levels[row].tolist() == [True] and not numeric[row].any()
+    assert not (numeric.any(axis=1) | levels.any(axis=1))[np.arange(len(df)) != row].any()
+
+
 def test_identities_survive_the_model_file(tmp_path: Path) -> None:
     from nrad.model_file import load_model, save_model
 

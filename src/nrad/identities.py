@@ -19,6 +19,8 @@ numeric column regressed on the others by least squares, in three forms,
   a volume, a body-mass index), where the columns are positive;
 * ``x_a = c_l + sum_j b_lj x_j`` within each level ``l`` of one categorical
   column (a rate per country, per currency, per tariff),
+* ``log x_a = c_l + sum_j b_lj log x_j`` within each level (a fee per guest
+  and night that each hotel sets: a product with a factor per level),
 
 and kept when it holds, in all but ``MAX_BROKEN`` of the rows it was fitted
 on, to within what rounding the columns to their written decimals can make
@@ -108,7 +110,9 @@ INVOLVED = 1e-3
 #: Prediction uncertainty of the fitted coefficients, in standard errors, added to the tolerance.
 SE_MARGIN = 6.0
 
-FORMS = ("units", "log")
+#: The forms searched: in the table's units, in logs, and in logs with whole-number factors exact
+#: (counts: see :func:`_tolerance`).
+FORMS = ("units", "log", "counts")
 #: Within one level, an identity may be off in at most this share of the rows (the share over all
 #: the levels it holds in is ``MAX_BROKEN``: errors of a table cluster in a level by chance).
 LEVEL_MAX_OFF = 0.1
@@ -185,8 +189,12 @@ class Identities:
         logs = np.asfortranarray(_logs(values))
         positive = columns[np.isfinite(logs[:, columns]).mean(axis=0) >= MIN_PRESENT]
         everywhere = np.ones(n, dtype=bool)
-        in_units = _Form(values, values, step, typical, False, rng)
-        in_logs = _Form(logs, values, step, typical, True, rng)
+        in_units = _Form(values, values, step, typical, False, False, rng)
+        # In logs, whole-number factors exact first, then read as rounded (see _tolerance).
+        in_logs = (
+            _Form(logs, values, step, typical, True, True, rng),
+            _Form(logs, values, step, typical, True, False, rng),
+        )
         closest = _closest(values, columns, rng) if len(columns) > WIDE else None
         for a in columns:
             others = columns[columns != a] if closest is None else closest[a]
@@ -195,33 +203,36 @@ class Identities:
                 found.append((0, int(a), -1, -1, got.coef, got.gram))
             positive_others = positive[positive != a] if closest is None else np.intersect1d(others, positive)
             if a in positive and len(positive_others) >= 1:
-                got = in_logs.search(a, positive_others, everywhere)
-                if got is not None and got.accepted():
-                    found.append((1, int(a), -1, -1, got.coef, got.gram))
+                for index, form in ((2, in_logs[0]), (1, in_logs[1])):
+                    got = form.search(a, positive_others, everywhere)
+                    if got is not None and got.accepted():
+                        found.append((index, int(a), -1, -1, got.coef, got.gram))
+                        break
         # A column an identity over all rows gives (vat = gross - net) may keep another within each
         # level (vat = the country's rate x the euro total) that a row breaks while keeping the first
         # (no VAT charged, and the gross set to the net): searched without the first's predictors.
-        given = {a: np.flatnonzero(coef[1:]) for form, a, _, _, coef, _ in found if form == 0}
+        # So in logs: a fee per guest and night that each hotel sets (tax = rate x guests x nights)
+        # holds within each level as a product, which neither form over all rows finds.
+        given: dict[int, np.ndarray] = {}
+        for _, a, _, _, coef, _ in found:
+            given[a] = np.union1d(given.get(a, []), np.flatnonzero(coef[1:])).astype(np.int64)
         if len(columns) <= MAX_LEVEL_COLUMNS:
             for f, k in enumerate(n_codes):
                 if not 2 <= k - 2 <= MAX_LEVELS:
                     continue
                 for a in columns:
-                    predictors = np.setdiff1d(columns, np.r_[a, given.get(a, [])])
-                    if not len(predictors):
-                        continue
-                    fits = {}
-                    for level in range(k - 2):
-                        got = in_units.search(a, predictors, codes[:, f] == level)
-                        if got is not None:
-                            fits[level] = got
-                    # One claim, "within each level, an identity", held to MAX_BROKEN over the rows
-                    # of the levels where it holds.
-                    off, shoulder, rows = (
-                        sum(getattr(g, count) for g in fits.values()) for count in ("off", "shoulder", "rows")
-                    )
-                    if len(fits) >= 2 and _accepted(off, shoulder, rows):
-                        found += [(0, int(a), f, level, g.coef, g.gram) for level, g in fits.items()]
+                    # In the table's units first; in logs only where that finds none (a rate per
+                    # level with no intercept is both), and with whole-number factors exact alone
+                    # (each form searched costs a fit per level and column).
+                    tries = [(0, in_units, columns)]
+                    if a in positive:
+                        tries.append((2, in_logs[0], positive))
+                    for index, form, pool in tries:
+                        predictors = np.setdiff1d(pool, np.r_[a, given.get(a, [])])
+                        got = _within_levels(form, index, int(a), predictors, codes[:, f], f, k - 2)
+                        if got:
+                            found += got
+                            break
         return cls._of(found, step, typical)
 
     @classmethod
@@ -284,9 +295,11 @@ class Identities:
         logs = _logs(values)
         out = np.empty((len(values), self.n_identities))
         for k in range(self.n_identities):
-            log = bool(self.form[k] == 1)
+            log, counts = bool(self.form[k] != 0), bool(self.form[k] == 2)
             form_values = logs if log else values
-            off, tol = _off(form_values, values, self.step, self.response[k], self.coef[k], self.gram[k], log)
+            off, tol = _off(
+                form_values, values, self.step, self.response[k], self.coef[k], self.gram[k], log, counts
+            )
             with np.errstate(invalid="ignore", divide="ignore"):
                 out[:, k] = off / tol
         return out
@@ -296,7 +309,7 @@ class Identities:
         negligible against the response's typical size."""
         coef = self.coef[k][1:]
         # In logs a term's weight is its exponent.
-        typical = np.ones(len(coef)) if self.form[k] == 1 else self.typical
+        typical = np.ones(len(coef)) if self.form[k] != 0 else self.typical
         out = np.abs(coef) * typical >= INVOLVED * max(float(typical[self.response[k]]), np.finfo(float).tiny)
         out[self.response[k]] = True
         return out
@@ -335,6 +348,27 @@ class Identities:
         ):
             raise ValueError(f"identities must name features 0 to {p - 1} and levels of the categories")
         return cls(form, response, feature, level, coef, gram, step, typical)
+
+
+def _within_levels(
+    form: _Form, index: int, a: int, predictors: np.ndarray, codes: np.ndarray, f: int, levels: int
+) -> list[tuple[int, int, int, int, np.ndarray, np.ndarray]]:
+    """The identities of feature ``a`` within each level of categorical feature ``f`` (``codes``,
+    ``levels`` of them) in ``form`` (``index`` into ``FORMS``): one claim, "within each level, an
+    identity", held to ``MAX_BROKEN`` over the rows of the levels where it holds (at least two)."""
+    if not len(predictors):
+        return []
+    fits = {}
+    for level in range(levels):
+        got = form.search(a, predictors, codes == level)
+        if got is not None:
+            fits[level] = got
+    off, shoulder, rows = (
+        sum(getattr(g, count) for g in fits.values()) for count in ("off", "shoulder", "rows")
+    )
+    if len(fits) < 2 or not _accepted(off, shoulder, rows):
+        return []
+    return [(index, a, f, level, g.coef, g.gram) for level, g in fits.items()]
 
 
 def _closest(values: np.ndarray, columns: np.ndarray, rng: np.random.Generator) -> dict[int, np.ndarray]:
@@ -406,7 +440,13 @@ def _design(form_values: np.ndarray, predictors: np.ndarray) -> np.ndarray:
 
 
 def _tolerance(
-    units: np.ndarray, step: np.ndarray, a: int, predictors: np.ndarray, beta: np.ndarray, log: bool
+    units: np.ndarray,
+    step: np.ndarray,
+    a: int,
+    predictors: np.ndarray,
+    beta: np.ndarray,
+    log: bool,
+    counts: bool = False,
 ) -> np.ndarray:
     """Per row: how far rounding the cells to their columns' last digits (``step``) can put the
     response off the relation (in the form's scale), plus the floating-point error."""
@@ -415,6 +455,12 @@ def _tolerance(
         # d log x = dx / x: a half digit of a small value is a large share of it.
         with np.errstate(divide="ignore", invalid="ignore"):
             rel = half / np.abs(units)
+        if counts:
+            # Whole-number factors taken as exact, counts (guests, nights, items): read as rounded, a
+            # factor of 1 or 2 would be off by a third or a half, and no product of counts could be
+            # checked.  A product that holds with them exact is no accident (the rows must still
+            # keep it to the response's rounding); the form is tried first, then the rounded one.
+            rel[:, predictors] *= step[predictors] < 1.0
         return rel[:, a] + rows_times(rel[:, predictors], np.abs(beta)) + FLOAT_ERROR
     size = np.abs(units[:, a]) + rows_times(np.abs(units[:, predictors]), np.abs(beta))
     return half[a] + half[predictors] @ np.abs(beta) + FLOAT_ERROR * size
@@ -431,6 +477,8 @@ class _Form:
     step: np.ndarray
     typical: np.ndarray
     log: bool
+    #: With ``log``: whole-number predictors are exact (see :func:`_tolerance`).
+    counts: bool
     rng: np.random.Generator
 
     def search(self, a: int, predictors: np.ndarray, where: np.ndarray) -> Fit | None:
@@ -466,6 +514,7 @@ class _Form:
     def fit(self, a: int, predictors: np.ndarray, where: np.ndarray) -> Fit | None:
         """:meth:`search` on the given predictors."""
         form_values, units, step, log, rng = self.values, self.units, self.step, self.log, self.rng
+        counts = self.counts
         p = form_values.shape[1]
         cols = np.r_[a, predictors]
         rows = np.flatnonzero(where & np.isfinite(form_values[:, cols]).all(axis=1))
@@ -490,7 +539,7 @@ class _Form:
         off = np.abs(y - X @ beta)
         best = off <= np.median(off)
         beta = np.linalg.lstsq(X[best], y[best], rcond=None)[0]
-        tol = _tolerance(units[np.ix_(fit_rows, cols)], step[cols], 0, local, beta[1:], log)
+        tol = _tolerance(units[np.ix_(fit_rows, cols)], step[cols], 0, local, beta[1:], log, counts)
         inside = np.abs(y - X @ beta) <= tol
         if inside.sum() < need:
             return None
@@ -507,7 +556,9 @@ class _Form:
         coef_local[slots] = beta
         gram_local[np.ix_(slots, slots)] = gram_small
         cells = np.ix_(rows, cols)  # all the identity's rows, its own columns
-        all_off, all_tol = _off(form_values[cells], units[cells], step[cols], 0, coef_local, gram_local, log)
+        all_off, all_tol = _off(
+            form_values[cells], units[cells], step[cols], 0, coef_local, gram_local, log, counts
+        )
         coef, gram = np.zeros(p + 1), np.zeros((p + 1, p + 1))
         place = np.r_[0, predictors + 1]
         coef[place] = beta
@@ -529,6 +580,7 @@ def _off(
     coef: np.ndarray,
     gram: np.ndarray,
     log: bool,
+    counts: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per row: how far the response is off the identity, and its tolerance (NaN where a cell of
     the identity is absent or, in logs, not positive)."""
@@ -540,4 +592,4 @@ def _off(
     place = np.r_[0, predictors + 1]
     g = gram[np.ix_(place, place)]
     se = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", u, g, u), 0.0))
-    return off, _tolerance(units, step, a, predictors, beta, log) + SE_MARGIN * se
+    return off, _tolerance(units, step, a, predictors, beta, log, counts) + SE_MARGIN * se
