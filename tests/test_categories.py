@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+from scipy import sparse
 
-from nrad.categories import CategoryModel, edge_discount
+from nrad.categories import CategoryModel, Dependency, edge_discount
 from nrad.cells import category_p_values
 
 
@@ -120,3 +121,41 @@ def test_a_file_without_the_back_off_shares_new_pairs_by_the_marginal_counts() -
     assert old.backoff == "marginal"
     model.backoff = "marginal"
     np.testing.assert_array_equal(old.log_terms(codes), model.log_terms(codes))
+
+
+def test_a_dependency_kept_in_all_but_one_percent_of_the_rows_is_stated_and_its_breaks_found() -> None:
+    """The merchant gives its category: a row with another category breaks it, in the training
+    table (its own pair counted) and in a new one; a merchant with too few rows binds nothing.  The
+    noise column gives nothing, nor does anything give it."""
+    rng = np.random.default_rng(2)
+    codes, n_codes = _codes(rng)
+    broken_rows = rng.choice(len(codes), 15, replace=False)
+    codes[broken_rows, 1] = (codes[broken_rows, 1] + 1) % 6
+    model = CategoryModel.fit(codes, n_codes)
+    dependencies = model.dependencies(np.ones(3, dtype=bool))
+    assert [(d.key, d.value) for d in dependencies] == [(0, 1)]
+    (dependency,) = dependencies
+    bound = np.bincount(codes[:, 0], minlength=42)[codes[:, 0]] >= 10
+    assert set(np.flatnonzero(dependency.broken(codes))) == set(broken_rows[bound[broken_rows]])
+    new = np.array([[3, 3 % 6, 0], [3, (3 + 1) % 6, 0], [3, 7, 0]])  # kept, broken, category missing
+    assert dependency.broken(new).tolist() == [False, True, False]
+    assert not model.dependencies(np.array([True, False, True]))
+
+
+def test_a_relation_with_exceptions_or_one_common_value_is_no_dependency() -> None:
+    """3% of the rows at another category than their merchant's: a loose relation, no dependency.
+    Nor is a status that is one value in 99.8% of the rows a dependency of every column."""
+    rng = np.random.default_rng(3)
+    codes, n_codes = _codes(rng)
+    loose = rng.random(len(codes)) < 0.03
+    codes[loose, 1] = (codes[loose, 1] + 1) % 6
+    assert not CategoryModel.fit(codes, n_codes).dependencies(np.ones(3, dtype=bool))
+    # Key: 3 levels (then rare, missing); value: "ok" or "warn" (then rare, missing).
+    one_value = sparse.csr_matrix(
+        np.array([[900, 1, 0, 0], [800, 0, 0, 0], [700, 1, 0, 0], [0] * 4, [0] * 4])
+    )
+    assert Dependency.find(0, 1, one_value, 5, 4) is None
+    two_values = sparse.csr_matrix(
+        np.array([[900, 1, 0, 0], [2, 800, 0, 5], [700, 0, 0, 0], [0] * 4, [0] * 4])
+    )
+    assert Dependency.find(0, 1, two_values, 5, 4).gives.tolist() == [0, 1, 0, -1, -1]

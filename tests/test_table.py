@@ -342,3 +342,27 @@ def test_rows_apart_are_a_broken_batch_only_when_tight() -> None:
     spread[:, 0] = 8.0 + 3.0 * rng.random(20)
     assert _a_cluster(apart, batch, np.random.default_rng(1))
     assert not _a_cluster(apart, np.vstack([bulk, spread]), np.random.default_rng(1))
+
+
+def test_a_row_that_breaks_a_dependency_between_categories_is_flagged_and_named_by_it() -> None:
+    """Each sensor sits at one site.  Scored against itself, a row reporting a sensor at another
+    site has that pair in its own counts, and the category model alone called it about as probable
+    as the table's rare pairs; the dependency the other rows keep flags it, named by the site."""
+    from nrad.explain import first_feature
+
+    rng = np.random.default_rng(0)
+    n = 1500
+    sensor = rng.integers(0, 20, n)
+    site_of = np.arange(20) % 4
+    df = pd.DataFrame({"sensor": [f"S{s:02d}" for s in sensor],
+                       "site": [f"site{k}" for k in site_of[sensor]],
+                       "temperature": np.round(10 + 3 * site_of[sensor] + rng.normal(0, 1, n), 2),
+                       "battery": np.round(rng.uniform(20, 100, n), 1)})  # fmt: skip
+    row = 7
+    df.loc[row, "site"] = f"site{(site_of[sensor[row]] + 1) % 4}"
+    model = fit_table(df, random_state=0, max_epochs=5)
+    assert [(model.schema.categorical_names[d.key], model.schema.categorical_names[d.value])
+            for d in model.dependencies()] == [("sensor", "site")]  # fmt: skip
+    scored, _ = model.score(df, fdr=0.1, in_sample=True)
+    assert scored.loc[row, "flagged"] and first_feature(scored.loc[row, "top_features"]) == "site"
+    assert scored["flagged"].sum() == 1

@@ -171,6 +171,21 @@ class CategoryModel:
             total = total + change
         return (with_child + 0.5) / (total + 0.5 * len(per_code))
 
+    def dependencies(self, features: np.ndarray) -> list[Dependency]:
+        """The functional dependencies along the forest's edges among ``features`` (bool, q): see
+        :class:`Dependency`."""
+        found = []
+        for j, table in self.joint.items():
+            p = self.parent[j]
+            if not (features[j] and features[p]):
+                continue
+            # Each edge both ways: a sensor gives its site (and the site, many sensors).
+            for key, value, counts in ((p, j, table), (j, p, table.T.tocsr())):
+                got = Dependency.find(key, value, counts, self.n_codes[key], self.n_codes[value])
+                if got is not None:
+                    found.append(got)
+        return found
+
     # -- the model file ----------------------------------------------------
 
     def to_state(self, prefix: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -309,3 +324,72 @@ def _edge_weights(codes: np.ndarray, counts: list[np.ndarray]) -> np.ndarray:
     keep = np.triu(chi2.sf(2.0 * n * mi, df) < EDGE_P_VALUE, k=1)
     weight[np.ix_(varied, varied)] = np.where(keep, np.maximum(mi - df / (2.0 * n), 1e-12), 0.0)
     return weight
+
+
+#: A functional dependency (one category's level gives another's) binds the levels of its key with
+#: at least this many training rows ...
+DEPENDENCY_MIN_ROWS = 10
+#: ... of which at most this share of the rows (pooled over the binding levels) hold another value
+#: than their level's (a table fitted on itself holds its errors), each level at most
+#: ``DEPENDENCY_LEVEL_OFF`` of its own ...
+DEPENDENCY_MAX_OFF = 0.01
+DEPENDENCY_LEVEL_OFF = 0.1
+#: ... and the levels' values are not one: at least this many binding rows hold another value than
+#: the most common one (a status that is "ok" in 99.5% of the rows is given by every column).
+DEPENDENCY_MIN_MINORITY = 10
+
+
+@dataclass
+class Dependency:
+    """A functional dependency between two categorical features: each level of the ``key`` (with
+    ``DEPENDENCY_MIN_ROWS`` training rows or more) gives one level of the ``value`` (a sensor its
+    site, a merchant its category), in all but ``DEPENDENCY_MAX_OFF`` of the rows.
+
+    The category model's smoothing gives a pair never seen a small chance,
+    the chance that a row brings a new pair (Good-Turing), and no smaller: a
+    sensor reported at another site, in a table scored against itself, has
+    that pair in its own counts and is about as probable as the table's other
+    rare pairs (p near 1e-3).  As an exact relation between numbers is an
+    identity (:mod:`nrad.identities`), a dependency that the table keeps in
+    all but 1% of its rows is stated as one its columns are built on: a row
+    whose value is not its key level's breaks it, and its value gets p-value
+    0.  Only the columns' own levels are read: a key level pooled as rare or
+    missing binds nothing, and a missing value breaks nothing.
+    """
+
+    key: int
+    value: int
+    #: Per code of the key: the code of the value it gives (-1: the level binds nothing).
+    gives: np.ndarray
+    #: The value's code for a missing cell (its last).
+    missing: int
+
+    @classmethod
+    def find(
+        cls, key: int, value: int, counts: sparse.csr_matrix, k_key: int, k_value: int
+    ) -> Dependency | None:
+        """From the (key code x value code) training counts, ``k_key`` and ``k_value`` codes (the
+        last two of each: rare levels pooled, and missing); None if the dependency does not hold."""
+        # The key's own levels; the value's present codes (its own levels and the rare ones pooled).
+        present = np.asarray(counts.todense(), dtype=np.float64)[: k_key - 2, : k_value - 1]
+        rows = present.sum(axis=1)
+        binding = rows >= DEPENDENCY_MIN_ROWS
+        if binding.sum() < 2:
+            return None
+        top = present[:, : k_value - 2].argmax(axis=1)
+        off = (rows - present[np.arange(len(present)), top])[binding]
+        n = rows[binding].sum()
+        if off.sum() > DEPENDENCY_MAX_OFF * n or (off > DEPENDENCY_LEVEL_OFF * rows[binding]).any():
+            return None
+        if n - np.bincount(top[binding], weights=rows[binding]).max() < DEPENDENCY_MIN_MINORITY:
+            return None
+        gives = np.full(k_key, -1, dtype=np.int64)
+        gives[: k_key - 2][binding] = top[binding]
+        return cls(key, value, gives, k_value - 1)
+
+    def broken(self, codes: np.ndarray) -> np.ndarray:
+        """(n,) True where a row's value is not the one its key's level gives (a missing value:
+        False)."""
+        given = self.gives[codes[:, self.key]]
+        value = codes[:, self.value]
+        return (given >= 0) & (value != given) & (value != self.missing)

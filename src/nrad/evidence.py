@@ -211,6 +211,10 @@ def row_p_values(
         # A date outside its column's support (a year typed a century off, a system's zero date)
         # stands beyond a wall, as a number beyond its column's does (nrad.preprocess.date_bounds).
         categories[outside_dates(model, prep.codes)] = -np.inf
+        # A value that its key's level does not give (a sensor at another site) breaks a dependency
+        # the table is built on, as a row breaks an identity (nrad.categories.Dependency).
+        for dependency in model.dependencies():
+            categories[dependency.broken(prep.codes), dependency.value] = -np.inf
         log_p = np.hstack([log_p, categories[:, tested]])
     weights = bonferroni_weights(n_rows, numeric, categorical)
     combined, which = combine(log_p, weights)

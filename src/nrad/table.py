@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from nrad.calibration import DISTANCE_TRIM, TailModel
-from nrad.categories import CategoryModel
+from nrad.categories import CategoryModel, Dependency
 from nrad.cells import (
     CELL_MAX_SHAPE,
     CELL_TRIM,
@@ -314,6 +314,15 @@ class TableModel:
         """(n, p) shaped numbers ``y`` back in the table's units (absent cells, a spike's too, stay
         NaN; :meth:`raw_values` puts a spike's cells at the spike)."""
         return np.column_stack([self.numeric.unshape(j, y[:, j]) for j in range(y.shape[1])]).reshape(y.shape)
+
+    def dependencies(self) -> list[Dependency]:
+        """The functional dependencies between the table's categorical columns (a sensor gives its
+        site: :class:`nrad.categories.Dependency`), from the category model's counts."""
+        schema = self.schema
+        columns = np.zeros(self.categories.n_features, dtype=bool)
+        for f, c in enumerate(schema.categorical_sources):
+            columns[f] = schema.columns[c].kind == "categorical"
+        return self.categories.dependencies(columns)
 
     def tested_codes(self) -> np.ndarray:
         """Which code features get a cell test: those that took more than one code in training (a
@@ -723,8 +732,17 @@ def fit_table(
     # from a few hundred rows each, whose density of unseen rows is heavier-tailed; only a cluster
     # of rows standing apart (a broken batch, _a_cluster) keeps the density's tail light.
     model.own_tails = ChannelTails.fit(
-        scores, density if fused else None, distances, residuals, values, spread, in_sample=True,
-        cluster=batch, small=len(features) < FOLD_BANDS[0][0], apart=batch, cell_tests=own_cell_tests,
+        scores,
+        density if fused else None,
+        distances,
+        residuals,
+        values,
+        spread,
+        in_sample=True,
+        cluster=batch,
+        small=len(features) < FOLD_BANDS[0][0],
+        apart=batch,
+        cell_tests=own_cell_tests,
     )
     info.update(n_train_rows=len(features), preprocess_counts={**schema.counts, **enc.counts})
     return model
@@ -845,8 +863,6 @@ def _a_cluster(apart: np.ndarray, z: np.ndarray, rng: np.random.Generator) -> bo
         others = rng.choice(others, CLUSTER_OTHER_ROWS, replace=False)
     outer = NearestNeighbors(n_neighbors=1).fit(z[others]).kneighbors(z[rows])[0][:, 0]
     return inner < float(np.median(outer)) and inner < TIGHT_SHARE * float(np.median(drawn))
-
-
 
 
 def _is_segment(apart: np.ndarray, codes: np.ndarray) -> bool:
