@@ -371,13 +371,15 @@ class Dependency:
         """From the (key code x value code) training counts, ``k_key`` and ``k_value`` codes (the
         last two of each: rare levels pooled, and missing); None if the dependency does not hold."""
         # The key's own levels; the value's present codes (its own levels and the rare ones pooled).
-        present = np.asarray(counts.todense(), dtype=np.float64)[: k_key - 2, : k_value - 1]
-        rows = present.sum(axis=1)
+        # Sparse throughout: two columns of thousands of levels each would not fit dense.
+        present = sparse.csr_matrix(counts, dtype=np.float64)[: k_key - 2, : k_value - 1]
+        rows = np.asarray(present.sum(axis=1)).ravel()
         binding = rows >= DEPENDENCY_MIN_ROWS
         if binding.sum() < 2:
             return None
-        top = present[:, : k_value - 2].argmax(axis=1)
-        off = (rows - present[np.arange(len(present)), top])[binding]
+        levels = present[:, : k_value - 2]
+        top = np.asarray(levels.argmax(axis=1)).ravel()
+        off = (rows - levels.max(axis=1).toarray().ravel())[binding]
         n = rows[binding].sum()
         if off.sum() > DEPENDENCY_MAX_OFF * n or (off > DEPENDENCY_LEVEL_OFF * rows[binding]).any():
             return None
