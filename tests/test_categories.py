@@ -126,7 +126,8 @@ def test_a_file_without_the_back_off_shares_new_pairs_by_the_marginal_counts() -
 def test_a_dependency_kept_in_all_but_one_percent_of_the_rows_is_stated_and_its_breaks_found() -> None:
     """The merchant gives its category: a row with another category breaks it, in the training
     table (its own pair counted) and in a new one; a merchant with too few rows binds nothing.  The
-    noise column gives nothing, nor does anything give it."""
+    noise column gives nothing, nor does anything give it; nor does a category allow its merchants,
+    whose smallest hold less than DEPENDENCY_SET_SHARE of its rows."""
     rng = np.random.default_rng(2)
     codes, n_codes = _codes(rng)
     broken_rows = rng.choice(len(codes), 15, replace=False)
@@ -159,6 +160,37 @@ def test_a_relation_with_exceptions_or_one_common_value_is_no_dependency() -> No
         np.array([[900, 1, 0, 0], [2, 800, 0, 5], [700, 0, 0, 0], [0] * 4, [0] * 4])
     )
     assert Dependency.find(0, 1, two_values, 5, 4).gives.tolist() == [0, 1, 0, -1, -1]
+
+
+def test_a_level_that_allows_a_few_values_is_a_dependency_and_a_pair_it_never_holds_breaks_it() -> None:
+    """Six wards, each with its four or five diagnoses (some shared): 15 rows with a diagnosis of
+    another ward break the dependency, in the training table and in a new one; a diagnosis seen in
+    only a few rows of the table is a rare level, not a break.  A ward whose diagnoses thin out
+    (a long tail of pairs seen once or twice) binds nothing: no dependency at all."""
+    rng = np.random.default_rng(4)
+    allowed = [[0, 1, 2, 3, 4], [5, 6, 4, 7, 8], [9, 10, 11, 12, 13], [14, 15, 16, 17], [7, 18, 19, 20, 21],
+               [22, 23, 8, 24, 25, 26]]  # fmt: skip
+    n = 3000
+    ward = rng.choice(6, size=n, p=[0.18, 0.14, 0.14, 0.12, 0.16, 0.26])
+    diagnosis = np.array([rng.choice(allowed[w]) for w in ward])
+    broken = rng.choice(n, 15, replace=False)
+    diagnosis[broken] = [rng.choice(sorted(set(range(27)) - set(allowed[ward[r]]))) for r in broken]
+    rare = rng.choice(np.setdiff1d(np.arange(n), broken), 2, replace=False)
+    diagnosis[rare] = 27  # a diagnosis the table holds twice
+    codes, n_codes = np.column_stack([ward, diagnosis]), [8, 30]
+    model = CategoryModel.fit(codes, n_codes)
+    dependencies = {(d.key, d.value): d for d in model.dependencies(np.ones(2, dtype=bool))}
+    assert set(dependencies) == {(0, 1), (1, 0)}
+    by_ward = dependencies[(0, 1)]
+    assert set(np.flatnonzero(by_ward.broken(codes))) == set(broken)
+    new = np.array([[0, 2], [0, 9], [5, 8], [3, 8], [2, 29]])  # kept, broken, kept (shared), broken, missing
+    assert by_ward.broken(new).tolist() == [False, True, False, True, False]
+    # A long tail: each ward also holds 40 other diagnoses once or twice each.
+    loose = diagnosis.copy()
+    tail = rng.choice(n, 400, replace=False)
+    loose[tail] = 28 + rng.integers(0, 40, 400)
+    codes = np.column_stack([ward, loose])
+    assert not CategoryModel.fit(codes, [8, 70]).dependencies(np.ones(2, dtype=bool))
 
 
 def test_a_few_hundred_rows_do_not_tell_a_dependency_from_a_loose_relation() -> None:

@@ -347,7 +347,8 @@ def test_rows_apart_are_a_broken_batch_only_when_tight() -> None:
 def test_a_row_that_breaks_a_dependency_between_categories_is_flagged_and_named_by_it() -> None:
     """Each sensor sits at one site.  Scored against itself, a row reporting a sensor at another
     site has that pair in its own counts, and the category model alone called it about as probable
-    as the table's rare pairs; the dependency the other rows keep flags it, named by the site."""
+    as the table's rare pairs; the dependency the other rows keep flags it, named by the site.  Each
+    site allows its five sensors, a dependency too, which the row breaks as well."""
     from nrad.explain import first_feature
 
     rng = np.random.default_rng(0)
@@ -362,7 +363,7 @@ def test_a_row_that_breaks_a_dependency_between_categories_is_flagged_and_named_
     df.loc[row, "site"] = f"site{(site_of[sensor[row]] + 1) % 4}"
     model = fit_table(df, random_state=0, max_epochs=5)
     assert [(model.schema.categorical_names[d.key], model.schema.categorical_names[d.value])
-            for d in model.dependencies()] == [("sensor", "site")]  # fmt: skip
+            for d in model.dependencies()] == [("sensor", "site"), ("site", "sensor")]  # fmt: skip
     scored, _ = model.score(df, fdr=0.1, in_sample=True)
     assert scored.loc[row, "flagged"] and first_feature(scored.loc[row, "top_features"]) == "site"
     assert scored["flagged"].sum() == 1

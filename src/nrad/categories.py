@@ -345,13 +345,24 @@ DEPENDENCY_MIN_MINORITY = 10
 #: dependency without exceptions; at 1,000 up to 5; at 3,000 up to the 1% above.
 DEPENDENCY_LOOSE = 0.02
 DEPENDENCY_LEVEL = 1e-4
+#: Where no level of the value is given, a key level may allow a few (a ward its diagnoses): those
+#: it holds in at least this share of its training rows ...
+DEPENDENCY_SET_SHARE = 0.05
+#: ... and this many.  A pair seen fewer times is an exception, when its value is common in the
+#: table (at least ``DEPENDENCY_MIN_ROWS`` rows): a value rare everywhere is a rare level, not a
+#: broken relation.  A pair seen this often but in less than the share above is neither allowed
+#: nor an error repeated, and then the key allows no sets: a relation whose values thin out (3% of
+#: every merchant's rows at a second category, which a small merchant shows once or twice) is
+#: loose, not a dependency with exceptions.
+DEPENDENCY_SET_ROWS = 3
 
 
 @dataclass
 class Dependency:
-    """A functional dependency between two categorical features: each level of the ``key`` (with
+    """A dependency between two categorical features: each level of the ``key`` (with
     ``DEPENDENCY_MIN_ROWS`` training rows or more) gives one level of the ``value`` (a sensor its
-    site, a merchant its category), in all but ``DEPENDENCY_MAX_OFF`` of the rows.
+    site, a merchant its category), or allows a few (a ward its diagnoses), in all but
+    ``DEPENDENCY_MAX_OFF`` of the rows.
 
     The category model's smoothing gives a pair never seen a small chance,
     the chance that a row brings a new pair (Good-Turing), and no smaller: a
@@ -360,24 +371,35 @@ class Dependency:
     rare pairs (p near 1e-3).  As an exact relation between numbers is an
     identity (:mod:`nrad.identities`), a dependency that the table keeps in
     all but 1% of its rows is stated as one its columns are built on: a row
-    whose value is not its key level's breaks it, and its value gets p-value
-    0.  Only the columns' own levels are read: a key level pooled as rare or
-    missing binds nothing, and a missing value breaks nothing.
+    whose value its key level does not allow breaks it, and its value gets
+    p-value 0.  Only the columns' own levels are read: a key level pooled as
+    rare or missing binds nothing, and a missing value breaks nothing.
     """
 
     key: int
     value: int
-    #: Per code of the key: the code of the value it gives (-1: the level binds nothing).
-    gives: np.ndarray
+    #: (key code x value code) True where the pair is allowed; a key code whose row is all False
+    #: binds nothing.
+    allowed: sparse.csr_matrix
+    #: Per code of the key: whether its level binds.
+    binding: np.ndarray
     #: The value's code for a missing cell (its last).
     missing: int
+
+    @property
+    def gives(self) -> np.ndarray:
+        """Per code of the key: the one value code it allows (-1: it binds nothing or allows more)."""
+        one = np.asarray(self.allowed.sum(axis=1)).ravel() == 1
+        first = np.asarray(self.allowed.argmax(axis=1)).ravel()
+        return np.where(self.binding & one, first, -1)
 
     @classmethod
     def find(
         cls, key: int, value: int, counts: sparse.csr_matrix, k_key: int, k_value: int
     ) -> Dependency | None:
         """From the (key code x value code) training counts, ``k_key`` and ``k_value`` codes (the
-        last two of each: rare levels pooled, and missing); None if the dependency does not hold."""
+        last two of each: rare levels pooled, and missing); None if the dependency does not hold.
+        One value per key level first; else a few per level (``DEPENDENCY_SET_ROWS``)."""
         # The key's own levels; the value's present codes (its own levels and the rare ones pooled).
         # Sparse throughout: two columns of thousands of levels each would not fit dense.
         present = sparse.csr_matrix(counts, dtype=np.float64)[: k_key - 2, : k_value - 1]
@@ -385,23 +407,73 @@ class Dependency:
         binding = rows >= DEPENDENCY_MIN_ROWS
         if binding.sum() < 2:
             return None
-        levels = present[:, : k_value - 2]
+        levels = present[:, : k_value - 2].tocsr()
         top = np.asarray(levels.argmax(axis=1)).ravel()
-        off = (rows - levels.max(axis=1).toarray().ravel())[binding]
-        n = rows[binding].sum()
-        if off.sum() > DEPENDENCY_MAX_OFF * n or (off > DEPENDENCY_LEVEL_OFF * rows[binding]).any():
-            return None
-        if n - np.bincount(top[binding], weights=rows[binding]).max() < DEPENDENCY_MIN_MINORITY:
-            return None
-        if binom.cdf(off.sum(), n, DEPENDENCY_LOOSE) > DEPENDENCY_LEVEL:
-            return None
-        gives = np.full(k_key, -1, dtype=np.int64)
-        gives[: k_key - 2][binding] = top[binding]
-        return cls(key, value, gives, k_value - 1)
+        one = sparse.csr_matrix(
+            (np.ones(int(binding.sum())), (np.flatnonzero(binding), top[binding])), shape=levels.shape
+        )
+        # Rows of levels whose most common value is the table's most common: the one value given
+        # must tell something (a status "ok" in 99.5% of the rows is given by every column).
+        minority = rows[binding].sum() - np.bincount(top[binding], weights=rows[binding]).max()
+        for allowed in (one, _allowed_sets(levels, binding)):
+            if allowed is None or not _holds(levels, allowed, rows, binding):
+                continue
+            if allowed is one and minority < DEPENDENCY_MIN_MINORITY:
+                continue
+            pairs = allowed.tocoo()
+            full = sparse.csr_matrix(
+                (np.ones(pairs.nnz, dtype=bool), (pairs.row, pairs.col)), shape=(k_key, k_value)
+            )
+            return cls(key, value, full, np.r_[binding, False, False], k_value - 1)
+        return None
 
     def broken(self, codes: np.ndarray) -> np.ndarray:
-        """(n,) True where a row's value is not the one its key's level gives (a missing value:
+        """(n,) True where a row's value is not one its key's level allows (a missing value:
         False)."""
-        given = self.gives[codes[:, self.key]]
-        value = codes[:, self.value]
-        return (given >= 0) & (value != given) & (value != self.missing)
+        key, value = codes[:, self.key], codes[:, self.value]
+        kept = np.asarray(self.allowed[key, value]).ravel()
+        return self.binding[key] & ~kept & (value != self.missing)
+
+
+def _allowed_sets(levels: sparse.csr_matrix, binding: np.ndarray) -> sparse.csr_matrix | None:
+    """Per binding key level, the value levels it holds in ``DEPENDENCY_SET_SHARE`` of its rows and
+    ``DEPENDENCY_SET_ROWS`` or more, and every value level too rare in the table to be an exception
+    (None: a pair is neither allowed nor one)."""
+    counts = levels.tocoo()
+    common = np.asarray(levels.sum(axis=0)).ravel() >= DEPENDENCY_MIN_ROWS
+    share = counts.data / np.asarray(levels.sum(axis=1)).ravel()[counts.row]
+    repeated = counts.data >= DEPENDENCY_SET_ROWS
+    keep = binding[counts.row] & ((repeated & (share >= DEPENDENCY_SET_SHARE)) | ~common[counts.col])
+    if (binding[counts.row] & common[counts.col] & repeated & ~keep).any():
+        return None
+    allowed = sparse.csr_matrix(
+        (np.ones(int(keep.sum())), (counts.row[keep], counts.col[keep])), shape=levels.shape
+    )
+    # A value too rare to be an exception is allowed wherever it may turn up.
+    rare = np.flatnonzero(~common)
+    if rare.size:
+        bound = np.flatnonzero(binding)
+        allowed = allowed + sparse.csr_matrix(
+            (np.ones(bound.size * rare.size), (np.repeat(bound, rare.size), np.tile(rare, bound.size))),
+            shape=levels.shape,
+        )
+    return (allowed > 0).astype(np.float64).tocsr()
+
+
+def _holds(
+    levels: sparse.csr_matrix, allowed: sparse.csr_matrix, rows: np.ndarray, binding: np.ndarray
+) -> bool:
+    """Whether the binding levels keep to ``allowed`` in all but the shares a dependency allows
+    (``DEPENDENCY_MAX_OFF`` pooled, ``DEPENDENCY_LEVEL_OFF`` per level, the binomial test of
+    ``DEPENDENCY_LOOSE``), and the values tell something (``DEPENDENCY_MIN_MINORITY`` rows hold
+    another value than the most common one).  Rows at the pooled rare value (counted in ``rows``,
+    not in ``levels``) are exceptions."""
+    kept = np.asarray(levels.multiply(allowed).sum(axis=1)).ravel()
+    off = (rows - kept)[binding]
+    n = rows[binding].sum()
+    if off.sum() > DEPENDENCY_MAX_OFF * n or (off > DEPENDENCY_LEVEL_OFF * rows[binding]).any():
+        return False
+    totals = np.asarray(levels[binding].sum(axis=0)).ravel()
+    if n - totals.max() < DEPENDENCY_MIN_MINORITY:
+        return False
+    return bool(binom.cdf(off.sum(), n, DEPENDENCY_LOOSE) <= DEPENDENCY_LEVEL)

@@ -134,7 +134,11 @@ class NumericCellTests:
         """From (n, p) out-of-fold residuals of the training rows, their (n, p) values in context
         and their (n, p) values as the columns hold them, shaped (NaN where the cell is absent);
         ``trim``: see :meth:`nrad.calibration.TailModel.fit`."""
-        upper, lower = _side_tails(residuals, _surprise, trim, CELL_MAX_SHAPE, RESIDUAL_MIN_SCALE)
+        # A residual's surprise is exponential where the model holds: its tail takes the posterior
+        # mean shape, not the average of the shapes' p-values (see TailModel.fit).
+        upper, lower = _side_tails(
+            residuals, _surprise, trim, CELL_MAX_SHAPE, RESIDUAL_MIN_SCALE, mean_shape=True
+        )
         value_upper, value_lower = _side_tails(values, np.asarray, trim, CELL_MAX_SHAPE)
         column_upper, column_lower = _side_tails(columns, np.asarray, trim, CELL_MAX_SHAPE)
         return cls(upper, lower, value_upper, value_lower, column_upper, column_lower)
@@ -299,8 +303,10 @@ def _side_tails(
     trim: tuple[float, float] | None,
     max_shape: float,
     min_scale: float = 0.0,
+    mean_shape: bool = False,
 ) -> tuple[list[TailModel], list[TailModel]]:
-    """Per column of ``stats``, the tails of ``statistic(t)`` (upper side) and ``statistic(-t)``."""
+    """Per column of ``stats``, the tails of ``statistic(t)`` (upper side) and ``statistic(-t)``;
+    ``mean_shape``: see :meth:`nrad.calibration.TailModel.fit`."""
     upper, lower = [], []
     for j in range(stats.shape[1]):
         seen = stats[:, j][np.isfinite(stats[:, j])]
@@ -312,8 +318,8 @@ def _side_tails(
             upper.append(_ranks_only(high))
             lower.append(_ranks_only(low))
             continue
-        upper.append(TailModel.fit(high, trim, max_shape, min_scale))
-        lower.append(TailModel.fit(low, trim, max_shape, min_scale))
+        upper.append(TailModel.fit(high, trim, max_shape, min_scale, mean_shape))
+        lower.append(TailModel.fit(low, trim, max_shape, min_scale, mean_shape))
     return upper, lower
 
 

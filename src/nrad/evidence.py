@@ -38,6 +38,7 @@ from nrad.encoding import Prepared
 from nrad.preprocess import WEEKDAYS
 
 if TYPE_CHECKING:
+    from nrad.categories import Dependency
     from nrad.table import TableModel
 
 
@@ -213,8 +214,8 @@ def row_p_values(
         categories[outside_dates(model, prep.codes)] = -np.inf
         # A value that its key's level does not give (a sensor at another site) breaks a dependency
         # the table is built on, as a row breaks an identity (nrad.categories.Dependency).
-        for dependency in model.dependencies():
-            categories[dependency.broken(prep.codes), dependency.value] = -np.inf
+        for dependency, broken in dependency_breaks(model.dependencies(), prep.codes):
+            categories[broken, dependency.value] = -np.inf
         log_p = np.hstack([log_p, categories[:, tested]])
     weights = bonferroni_weights(n_rows, numeric, categorical)
     combined, which = combine(log_p, weights)
@@ -316,3 +317,19 @@ def distance_statistic(distance: np.ndarray, p: int) -> np.ndarray:
         series = 1.0 + (a - 1.0) / y * (1.0 + (a - 2.0) / y)
         log_sf[far] = (a - 1.0) * np.log(y) - y - special.gammaln(a) + np.log(np.maximum(series, 1e-300))
     return -log_sf
+
+
+def dependency_breaks(
+    dependencies: list[Dependency], codes: np.ndarray
+) -> list[tuple[Dependency, np.ndarray]]:
+    """Each dependency with the rows that break it (bool, n).  A row that breaks a dependency
+    giving one value (the sensor's site) and the one allowing a few the other way (the site's
+    sensors) breaks both with one wrong cell: it is blamed on the value the key gives alone, which
+    the key decides, not on the key that only narrows where it may be."""
+    breaks = [(d, d.broken(codes)) for d in dependencies]
+    single = {(d.key, d.value): rows for d, rows in breaks if (d.gives >= 0).any()}
+    out = []
+    for d, rows in breaks:
+        given = single.get((d.value, d.key)) if (d.gives < 0).all() else None
+        out.append((d, rows & ~given if given is not None else rows))
+    return out
