@@ -191,6 +191,11 @@ def test_a_level_that_allows_a_few_values_is_a_dependency_and_a_pair_it_never_ho
     loose[tail] = 28 + rng.integers(0, 40, 400)
     codes = np.column_stack([ward, loose])
     assert not CategoryModel.fit(codes, [8, 70]).dependencies(np.ones(2, dtype=bool))
+    # Two related yes/no columns: every level allows both values, which states nothing.
+    first = rng.random(n) < 0.3
+    second = np.where(first, rng.random(n) < 0.6, rng.random(n) < 0.2)
+    codes = np.column_stack([first, second]).astype(int)
+    assert not CategoryModel.fit(codes, [4, 4]).dependencies(np.ones(2, dtype=bool))
 
 
 def test_a_few_hundred_rows_do_not_tell_a_dependency_from_a_loose_relation() -> None:

@@ -420,6 +420,8 @@ class Dependency:
                 continue
             if allowed is one and minority < DEPENDENCY_MIN_MINORITY:
                 continue
+            if allowed is not one and _excluded(levels, allowed, rows, binding) < DEPENDENCY_MIN_MINORITY:
+                continue  # allows nearly everything (two yes/no columns), and states nothing
             pairs = allowed.tocoo()
             full = sparse.csr_matrix(
                 (np.ones(pairs.nnz, dtype=bool), (pairs.row, pairs.col)), shape=(k_key, k_value)
@@ -458,6 +460,17 @@ def _allowed_sets(levels: sparse.csr_matrix, binding: np.ndarray) -> sparse.csr_
             shape=levels.shape,
         )
     return (allowed > 0).astype(np.float64).tocsr()
+
+
+def _excluded(
+    levels: sparse.csr_matrix, allowed: sparse.csr_matrix, rows: np.ndarray, binding: np.ndarray
+) -> float:
+    """How many of the binding rows would hold a pair ``allowed`` excludes were the value drawn
+    regardless of the key (its share over the binding rows)."""
+    totals = np.asarray(levels[binding].sum(axis=0)).ravel()
+    share = totals / max(float(totals.sum()), 1.0)
+    kept = np.asarray(allowed[binding] @ share).ravel()
+    return float(np.sum(rows[binding] * (1.0 - kept)))
 
 
 def _holds(
