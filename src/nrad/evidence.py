@@ -327,9 +327,9 @@ def dependency_breaks(
     sensors) breaks both with one wrong cell: it is blamed on the value the key gives alone, which
     the key decides, not on the key that only narrows where it may be."""
     breaks = [(d, d.broken(codes)) for d in dependencies]
-    single = {(d.key, d.value): rows for d, rows in breaks if (d.gives >= 0).any()}
+    single = {(d.key, d.value): rows for d, rows in breaks if d.single}
     out = []
     for d, rows in breaks:
-        given = single.get((d.value, d.key)) if (d.gives < 0).all() else None
+        given = None if d.single else single.get((d.value, d.key))
         out.append((d, rows & ~given if given is not None else rows))
     return out
