@@ -18,7 +18,8 @@ model fitted on itself, the table's own out-of-fold scores.
   residuals, or sums of scores each scaled by its spread, whose tails are
   exponential or lighter (docs/method.md, section 9): the shape is averaged
   over ``[0, MAX_SHAPE]``, each shape with its maximum-likelihood scale and
-  weighted by its likelihood (a flat prior).  Heavier shapes are not
+  weighted by its likelihood (a flat prior); a residual's tail takes that
+  posterior's mean shape instead (``mean_shape``).  Heavier shapes are not
   admitted: a shape of 0.5 allowed for safety makes a row far beyond every
   normal one look merely unusual (p ~ 1e-5 where an exponential tail says
   1e-12).
@@ -537,7 +538,7 @@ def shape_posterior(
         weights /= weights.sum()
         if mean:
             # Averaged p-values are set far out by the heaviest shapes the posterior still allows:
-            # at 10 sd a Gaussian residual's p-value was 1e-8 where the truth is 1e-23 (the
+            # averaged, a Gaussian residual 10 sd out gets about 1e-8 where the truth is 1e-23 (the
             # posterior cannot go below shape 0, and a flat prior keeps weight on 0.3-0.5).  The
             # posterior mean follows a heavy tail where there is one (docs/method.md, section 9).
             best = int(np.argmin(np.abs(shapes - float(np.sum(weights * shapes)))))
