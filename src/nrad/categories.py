@@ -423,13 +423,20 @@ class Dependency:
         # Rows of levels whose most common value is the table's most common: the one value given
         # must tell something (a status "ok" in 99.5% of the rows is given by every column).
         minority = rows[binding].sum() - np.bincount(top[binding], weights=rows[binding]).max()
-        for allowed in (one, _allowed_sets(levels, binding)):
-            level_off = DEPENDENCY_LEVEL_OFF if allowed is one else DEPENDENCY_LOOSE
-            if allowed is None or not _holds(levels, allowed, rows, binding, level_off):
+        # A set is read with the pooled rare and unseen levels of the value as one more column,
+        # allowed everywhere: a district too rare to be learned (or never seen in the training
+        # rows) is a rare level, not a broken relation.  One value given is broken by them, as by
+        # any other value.
+        candidates = (
+            (one, levels, DEPENDENCY_LEVEL_OFF),
+            (_allowed_sets(present, binding), present, DEPENDENCY_LOOSE),
+        )
+        for allowed, read, level_off in candidates:
+            if allowed is None or not _holds(read, allowed, rows, binding, level_off):
                 continue
             if allowed is one and minority < DEPENDENCY_MIN_MINORITY:
                 continue
-            if allowed is not one and _excluded(levels, allowed, rows, binding) < DEPENDENCY_MIN_MINORITY:
+            if allowed is not one and _excluded(read, allowed, rows, binding) < DEPENDENCY_MIN_MINORITY:
                 continue  # allows nearly everything (two yes/no columns), and states nothing
             pairs = allowed.tocoo()
             full = sparse.csr_matrix(
@@ -448,10 +455,12 @@ class Dependency:
 
 def _allowed_sets(levels: sparse.csr_matrix, binding: np.ndarray) -> sparse.csr_matrix | None:
     """Per binding key level, the value levels it holds in ``DEPENDENCY_SET_SHARE`` of its rows and
-    ``DEPENDENCY_SET_ROWS`` or more, and every value level too rare in the table to be an exception
-    (None: a pair is neither allowed nor one)."""
+    ``DEPENDENCY_SET_ROWS`` or more, and every value level too rare in the table to be an exception,
+    the last column (the pooled rare and unseen levels) among them (None: a pair is neither
+    allowed nor one)."""
     counts = levels.tocoo()
     common = np.asarray(levels.sum(axis=0)).ravel() >= DEPENDENCY_MIN_ROWS
+    common[-1] = False
     share = counts.data / np.asarray(levels.sum(axis=1)).ravel()[counts.row]
     repeated = counts.data >= DEPENDENCY_SET_ROWS
     keep = binding[counts.row] & ((repeated & (share >= DEPENDENCY_SET_SHARE)) | ~common[counts.col])
