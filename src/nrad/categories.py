@@ -388,6 +388,9 @@ class Dependency:
     binding: np.ndarray
     #: The value's code for a missing cell (its last).
     missing: int
+    #: Per code of the value: allowed under every binding level (a set's rare, pooled and unseen
+    #: levels); None: no such code.
+    free: np.ndarray | None = None
 
     @property
     def single(self) -> bool:
@@ -397,7 +400,7 @@ class Dependency:
     @property
     def gives(self) -> np.ndarray:
         """Per code of the key: the one value code it allows (-1: it binds nothing or allows more)."""
-        one = np.asarray(self.allowed.sum(axis=1)).ravel() == 1
+        one = (np.asarray(self.allowed.sum(axis=1)).ravel() == 1) & (self.free is None or not self.free.any())
         first = np.asarray(self.allowed.argmax(axis=1)).ravel()
         return np.where(self.binding & one, first, -1)
 
@@ -423,87 +426,107 @@ class Dependency:
         # Rows of levels whose most common value is the table's most common: the one value given
         # must tell something (a status "ok" in 99.5% of the rows is given by every column).
         minority = rows[binding].sum() - np.bincount(top[binding], weights=rows[binding]).max()
+        no_free = np.zeros(levels.shape[1], dtype=bool)
+        if (
+            _holds(levels, one, no_free, rows, binding, DEPENDENCY_LEVEL_OFF)
+            and minority >= DEPENDENCY_MIN_MINORITY
+        ):
+            return cls._of(key, value, one, None, binding, k_key, k_value)
         # A set is read with the pooled rare and unseen levels of the value as one more column,
         # allowed everywhere: a district too rare to be learned (or never seen in the training
         # rows) is a rare level, not a broken relation.  One value given is broken by them, as by
         # any other value.
-        candidates = (
-            (one, levels, DEPENDENCY_LEVEL_OFF),
-            (_allowed_sets(present, binding), present, DEPENDENCY_LOOSE),
+        sets = _allowed_sets(present, binding)
+        if sets is None or not _holds(present, *sets, rows, binding, DEPENDENCY_LOOSE):
+            return None
+        if _excluded(present, *sets, rows, binding) < DEPENDENCY_MIN_MINORITY:
+            return None  # allows nearly everything (two yes/no columns), and states nothing
+        return cls._of(key, value, *sets, binding, k_key, k_value)
+
+    @classmethod
+    def _of(
+        cls,
+        key: int,
+        value: int,
+        allowed: sparse.csr_matrix,
+        free: np.ndarray | None,
+        binding: np.ndarray,
+        k_key: int,
+        k_value: int,
+    ) -> Dependency:
+        """The dependency with ``allowed`` pairs and ``free`` values read over the key's and the
+        value's own codes, widened to all their codes (the rare, pooled and missing ones bind and
+        allow nothing unless ``free`` says so)."""
+        pairs = allowed.tocoo()
+        full = sparse.csr_matrix(
+            (np.ones(pairs.nnz, dtype=bool), (pairs.row, pairs.col)), shape=(k_key, k_value)
         )
-        for allowed, read, level_off in candidates:
-            if allowed is None or not _holds(read, allowed, rows, binding, level_off):
-                continue
-            if allowed is one and minority < DEPENDENCY_MIN_MINORITY:
-                continue
-            if allowed is not one and _excluded(read, allowed, rows, binding) < DEPENDENCY_MIN_MINORITY:
-                continue  # allows nearly everything (two yes/no columns), and states nothing
-            pairs = allowed.tocoo()
-            full = sparse.csr_matrix(
-                (np.ones(pairs.nnz, dtype=bool), (pairs.row, pairs.col)), shape=(k_key, k_value)
-            )
-            return cls(key, value, full, np.r_[binding, False, False], k_value - 1)
-        return None
+        if free is not None:
+            free = np.r_[free, np.zeros(k_value - len(free), dtype=bool)]
+        return cls(key, value, full, np.r_[binding, False, False], k_value - 1, free)
 
     def broken(self, codes: np.ndarray) -> np.ndarray:
         """(n,) True where a row's value is not one its key's level allows (a missing value:
         False)."""
         key, value = codes[:, self.key], codes[:, self.value]
         kept = np.asarray(self.allowed[key, value]).ravel()
+        if self.free is not None:
+            kept |= self.free[value]
         return self.binding[key] & ~kept & (value != self.missing)
 
 
-def _allowed_sets(levels: sparse.csr_matrix, binding: np.ndarray) -> sparse.csr_matrix | None:
-    """Per binding key level, the value levels it holds in ``DEPENDENCY_SET_SHARE`` of its rows and
-    ``DEPENDENCY_SET_ROWS`` or more, and every value level too rare in the table to be an exception,
-    the last column (the pooled rare and unseen levels) among them (None: a pair is neither
-    allowed nor one)."""
+def _allowed_sets(
+    levels: sparse.csr_matrix, binding: np.ndarray
+) -> tuple[sparse.csr_matrix, np.ndarray] | None:
+    """Per binding key level, the common value levels it holds in ``DEPENDENCY_SET_SHARE`` of its
+    rows and ``DEPENDENCY_SET_ROWS`` or more; and the value levels too rare in the table to be an
+    exception, the last column (the pooled rare and unseen levels) among them, which every level
+    allows wherever they turn up (None: a pair is neither allowed nor an exception)."""
     counts = levels.tocoo()
-    common = np.asarray(levels.sum(axis=0)).ravel() >= DEPENDENCY_MIN_ROWS
-    common[-1] = False
+    free = np.asarray(levels.sum(axis=0)).ravel() < DEPENDENCY_MIN_ROWS
+    free[-1] = True
     share = counts.data / np.asarray(levels.sum(axis=1)).ravel()[counts.row]
     repeated = counts.data >= DEPENDENCY_SET_ROWS
-    keep = binding[counts.row] & ((repeated & (share >= DEPENDENCY_SET_SHARE)) | ~common[counts.col])
-    if (binding[counts.row] & common[counts.col] & repeated & ~keep).any():
+    judged = binding[counts.row] & ~free[counts.col]
+    keep = judged & repeated & (share >= DEPENDENCY_SET_SHARE)
+    if (judged & repeated & ~keep).any():
         return None
     allowed = sparse.csr_matrix(
         (np.ones(int(keep.sum())), (counts.row[keep], counts.col[keep])), shape=levels.shape
     )
-    # A value too rare to be an exception is allowed wherever it may turn up.
-    rare = np.flatnonzero(~common)
-    if rare.size:
-        bound = np.flatnonzero(binding)
-        allowed = allowed + sparse.csr_matrix(
-            (np.ones(bound.size * rare.size), (np.repeat(bound, rare.size), np.tile(rare, bound.size))),
-            shape=levels.shape,
-        )
-    return (allowed > 0).astype(np.float64).tocsr()
+    return allowed, free
 
 
 def _excluded(
-    levels: sparse.csr_matrix, allowed: sparse.csr_matrix, rows: np.ndarray, binding: np.ndarray
+    levels: sparse.csr_matrix,
+    allowed: sparse.csr_matrix,
+    free: np.ndarray,
+    rows: np.ndarray,
+    binding: np.ndarray,
 ) -> float:
-    """How many of the binding rows would hold a pair ``allowed`` excludes were the value drawn
-    regardless of the key (its share over the binding rows)."""
+    """How many of the binding rows would hold a pair ``allowed`` (or ``free``) excludes were the
+    value drawn regardless of the key (its share over the binding rows)."""
     totals = np.asarray(levels[binding].sum(axis=0)).ravel()
     share = totals / max(float(totals.sum()), 1.0)
-    kept = np.asarray(allowed[binding] @ share).ravel()
+    kept = np.asarray(allowed[binding] @ share).ravel() + share[free].sum()
     return float(np.sum(rows[binding] * (1.0 - kept)))
 
 
 def _holds(
     levels: sparse.csr_matrix,
     allowed: sparse.csr_matrix,
+    free: np.ndarray,
     rows: np.ndarray,
     binding: np.ndarray,
     level_off: float = DEPENDENCY_LEVEL_OFF,
 ) -> bool:
-    """Whether the binding levels keep to ``allowed`` in all but the shares a dependency allows
-    (``DEPENDENCY_MAX_OFF`` pooled, ``level_off`` per level, the binomial test of
+    """Whether the binding levels keep to ``allowed`` (or a ``free`` value) in all but the shares a
+    dependency allows (``DEPENDENCY_MAX_OFF`` pooled, ``level_off`` per level, the binomial test of
     ``DEPENDENCY_LOOSE``), and the values tell something (``DEPENDENCY_MIN_MINORITY`` rows hold
     another value than the most common one).  Rows at the pooled rare value (counted in ``rows``,
     not in ``levels``) are exceptions."""
     kept = np.asarray(levels.multiply(allowed).sum(axis=1)).ravel()
+    kept += np.asarray(levels[:, np.flatnonzero(free)].sum(axis=1)).ravel()
     off = (rows - kept)[binding]
     n = rows[binding].sum()
     if off.sum() > DEPENDENCY_MAX_OFF * n or (off > level_off * rows[binding]).any():
