@@ -116,7 +116,6 @@ def test_the_lift_keeps_a_bounded_tail_from_calling_its_own_scores_improbable() 
     assert np.all(tail.p_values(top) >= 0.2 * rank_share)
 
 
-
 @pytest.mark.parametrize("trim", [None, (0.01, 0.01)])
 def test_a_tail_is_of_scores_above_an_atom_not_of_its_ties(trim: tuple[float, float] | None) -> None:
     # A column that is 0 in 147 of 150 rows: its three other values are ordinary ones, not 1e-10.
@@ -130,6 +129,7 @@ def test_a_tail_is_of_scores_above_an_atom_not_of_its_ties(trim: tuple[float, fl
     assert tail.n_tail > 0 and tail.threshold == 0.0
     assert np.all(tail.p_values(np.sort(calib)[-30:]) >= 1e-4)
     assert tail.p_values(np.array([100.0]))[0] < 1e-6
+
 
 def test_weighted_bonferroni_is_valid_and_names_the_deciding_test() -> None:
     rng = np.random.default_rng(7)
@@ -224,7 +224,7 @@ def test_each_shapes_scale_is_its_most_likely_one(cut: float | None, censored: i
     excess = excess[excess < cut] if cut is not None else excess
     level = 2.0 if censored else None
     shapes = np.arange(0.0, 0.5001, 0.025)
-    scales, logliks = _profile_scales(excess, shapes, cut, censored, level)
+    scales, logliks, _ = _profile_scales(excess, shapes, cut, censored, level)
 
     def nll(log_scale: float, xi: float) -> float:
         sigma = np.exp(log_scale)
@@ -243,6 +243,23 @@ def test_each_shapes_scale_is_its_most_likely_one(cut: float | None, censored: i
         found = minimize_scalar(nll, bounds=bounds, args=(xi,), method="bounded")
         assert loglik >= -found.fun - 1e-9
         assert scale == pytest.approx(np.exp(found.x), rel=1e-4)
+
+
+def test_a_tail_fitted_to_few_excesses_integrates_its_scale_out() -> None:
+    """At shape 0 the scale's posterior (scale-free prior) makes the tail Lomax: a new excess
+    exceeds x with chance (1 + x / total)^(-m), not exp(-x / mean), which 40 excesses 15 means
+    out would put 10-fold lower."""
+    from nrad.calibration import gpd_log_survival, shape_posterior
+
+    excess = np.random.default_rng(6).exponential(size=40)
+    shapes, scales, weights = shape_posterior(excess, average=True)
+    assert shapes[0] == pytest.approx(1 / 40, rel=1e-6)
+    x = 15 * excess.mean()
+    assert gpd_log_survival(x, shapes[0], scales[0]) == pytest.approx(
+        -40 * np.log1p(x / excess.sum()), rel=1e-6
+    )
+    # The most likely shape alone (who is an outlier, the gap test) stays as fitted.
+    assert shape_posterior(excess, prefer_light=True)[0][0] == 0.0
 
 
 def test_a_tail_read_far_out_is_the_log_sum_over_its_shapes_and_falls_to_minus_infinity() -> None:

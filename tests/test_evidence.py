@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -64,10 +66,16 @@ def test_density_tail_in_sample_is_light_only_where_a_cluster_stands_apart() -> 
     small = ChannelTails.fit(scores, density, None, None, None, None, in_sample=True, small=True, apart=True)
     assert fresh.density is not None and apart.density is not None
     assert plain.density is not None and small.density is not None
-    assert fresh.density.shapes.max() == pytest.approx(MAX_SHAPE)
-    assert apart.density.shapes.max() == pytest.approx(DENSITY_MAX_SHAPE)
+
+    # The shapes averaged over run up to the bound, each read with its scale integrated out (which
+    # adds about one over the excesses, 60 here: a few hundredths).
+    def bounded_by(tail: Any, bound: float) -> bool:
+        return bool(bound < tail.shapes.max() <= bound + 0.05)
+
+    assert bounded_by(fresh.density, MAX_SHAPE)
+    assert bounded_by(apart.density, DENSITY_MAX_SHAPE)
     for heavy in (plain, small):
-        assert heavy.density.shapes.max() == pytest.approx(MAX_SHAPE)
+        assert bounded_by(heavy.density, MAX_SHAPE)
         assert heavy.density.weights[heavy.density.shapes > 0.1].sum() > 0.3
     far = np.array([density.max() * 3])
     for heavy in (fresh, plain, small):

@@ -18,7 +18,9 @@ model fitted on itself, the table's own out-of-fold scores.
   residuals, or sums of scores each scaled by its spread, whose tails are
   exponential or lighter (docs/method.md, section 9): the shape is averaged
   over ``[0, MAX_SHAPE]``, each shape with its maximum-likelihood scale and
-  weighted by its likelihood (a flat prior); a residual's tail takes that
+  weighted by its likelihood (a flat prior), and each shape's scale
+  integrated out (its posterior makes the tail heavier by about one over
+  the number of excesses: :func:`_predictive`); a residual's tail takes that
   posterior's mean shape instead (``mean_shape``).  Heavier shapes are not
   admitted: a shape of 0.5 allowed for safety makes a row far beyond every
   normal one look merely unusual (p ~ 1e-5 where an exponential tail says
@@ -526,7 +528,7 @@ def shape_posterior(
     if excess.size < 2 or excess[-1] <= 0:
         return None
     shapes = np.arange(0.0, max_shape + SHAPE_STEP / 2, SHAPE_STEP)
-    scales, logliks = _profile_scales(excess, shapes, cut, censored, level)
+    scales, logliks, information = _profile_scales(excess, shapes, cut, censored, level)
     best = int(np.argmax(logliks))
     if prefer_light and 2.0 * (logliks[best] - logliks[0]) < LIGHT_TAIL_TEST:
         best = 0  # a heavier shape only when the likelihood ratio test finds one (5% level)
@@ -536,15 +538,37 @@ def shape_posterior(
         # over the shapes the data allow rather than read off the most likely one.
         weights = np.exp(logliks - logliks.max())
         weights /= weights.sum()
+        # Each shape's scale is uncertain too; integrated out, it makes the tail heavier by about
+        # 1 / (the information in the log scale): exactly so at shape 0 (see _predictive).
+        predictive = _predictive(shapes, information)
         if mean:
             # Averaged p-values are set far out by the heaviest shapes the posterior still allows:
             # averaged, a Gaussian residual 10 sd out gets about 1e-8 where the truth is 1e-23 (the
             # posterior cannot go below shape 0, and a flat prior keeps weight on 0.3-0.5).  The
             # posterior mean follows a heavy tail where there is one (docs/method.md, section 9).
             best = int(np.argmin(np.abs(shapes - float(np.sum(weights * shapes)))))
-            return shapes[best : best + 1].copy(), scales[best : best + 1].copy(), np.ones(1)
-        return shapes.copy(), scales, weights
+            return predictive[best : best + 1].copy(), scales[best : best + 1].copy(), np.ones(1)
+        return predictive, scales, weights
     return shapes[best : best + 1].copy(), scales[best : best + 1].copy(), np.ones(1)
+
+
+def _predictive(shapes: np.ndarray, information: np.ndarray) -> np.ndarray:
+    """The shape of each fitted tail once its scale's uncertainty is integrated out.
+
+    At shape 0 with ``m`` excesses and a scale-free prior on the scale, the
+    rate ``1 / sigma`` is a posteriori Gamma(m, m * sigma_hat), and the chance
+    that a new excess exceeds ``x`` is ``(1 + x / (m sigma_hat))^(-m)``: a
+    generalized Pareto tail of shape ``1 / m`` and the fitted scale (Lomax).
+    Plugging the fitted scale in instead gives ``exp(-x / sigma_hat)``, which
+    at 30 excesses and ``x`` 15 scales out is 3e-7 where the predictive is
+    5e-6.  ``m`` is read as the information in the log scale (the
+    likelihood's curvature there: ``m`` untruncated at shape 0, less when the
+    fit is truncated), and the same ``1 / m`` is added at every shape (there
+    it is conservative: a heavy tail's predictive keeps its shape and only
+    grows by a constant).  It matters for tails fitted to a few dozen
+    excesses (a table of 150 to 500 rows); at 300 excesses it adds 0.003.
+    """
+    return shapes + 1.0 / np.maximum(information, 1.0)
 
 
 #: Newton steps on the log scale stop below this size (the scale is then known to 1e-10 of itself).
@@ -557,8 +581,9 @@ PROFILE_BRACKET = (8.0, 3.0)
 
 def _profile_scales(
     excess: np.ndarray, shapes: np.ndarray, cut: float | None, censored: int, level: float | None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Each shape's most likely scale and its log-likelihood (see :func:`shape_posterior`).
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each shape's most likely scale, its log-likelihood and the information in the log scale
+    there (the likelihood's curvature; see :func:`shape_posterior`).
 
     Written by hand: scipy's ``minimize_scalar`` once per shape costs a few
     milliseconds of Python per tail, and a wide table fits thousands of tails
@@ -584,7 +609,8 @@ def _profile_scales(
         log_scale = np.where(done, log_scale, np.where(outside, (low + high) / 2.0, new))
         if done.all():
             break
-    return np.exp(log_scale), -grid.negative(log_scale)
+    _, curvature = grid.derivatives(log_scale)
+    return np.exp(log_scale), -grid.negative(log_scale), curvature
 
 
 @dataclass
