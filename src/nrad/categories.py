@@ -358,6 +358,12 @@ DEPENDENCY_SET_SHARE = 0.05
 #: finished, where most are not, is what a loose relation shows, and a large level allowing every
 #: value must not make the small one's few exceptions look rare over the whole table.
 DEPENDENCY_SET_ROWS = 3
+#: A key level allows a set only from this many rows on: a value it holds in
+#: ``DEPENDENCY_SET_SHARE`` of its rows is then missing from them with chance at most 1%
+#: (0.95^90).  In 37 rows a value held by 6% of them was never seen (a chance of one in ten), the
+#: level was read as excluding it, and a clean table scored against those 500 training rows had
+#: its row with that pair flagged (p = 0).
+DEPENDENCY_SET_MIN_ROWS = 90
 
 
 @dataclass
@@ -410,7 +416,8 @@ class Dependency:
     ) -> Dependency | None:
         """From the (key code x value code) training counts, ``k_key`` and ``k_value`` codes (the
         last two of each: rare levels pooled, and missing); None if the dependency does not hold.
-        One value per key level first; else a few per level (``DEPENDENCY_SET_ROWS``)."""
+        One value per key level first; else a few per level of ``DEPENDENCY_SET_MIN_ROWS`` rows or
+        more (``DEPENDENCY_SET_ROWS``)."""
         # The key's own levels; the value's present codes (its own levels and the rare ones pooled).
         # Sparse throughout: two columns of thousands of levels each would not fit dense.
         present = sparse.csr_matrix(counts, dtype=np.float64)[: k_key - 2, : k_value - 1]
@@ -436,6 +443,9 @@ class Dependency:
         # allowed everywhere: a district too rare to be learned (or never seen in the training
         # rows) is a rare level, not a broken relation.  One value given is broken by them, as by
         # any other value.
+        binding = rows >= DEPENDENCY_SET_MIN_ROWS
+        if binding.sum() < 2:
+            return None
         sets = _allowed_sets(present, binding)
         if sets is None or not _holds(present, *sets, rows, binding, DEPENDENCY_LOOSE):
             return None
