@@ -443,13 +443,15 @@ class Dependency:
         # allowed everywhere: a district too rare to be learned (or never seen in the training
         # rows) is a rare level, not a broken relation.  One value given is broken by them, as by
         # any other value.
-        binding = rows >= DEPENDENCY_SET_MIN_ROWS
-        if binding.sum() < 2:
-            return None
+        # Every level of DEPENDENCY_MIN_ROWS rows or more is read for what the relation is (a pair
+        # that repeats in a small level but thins out makes it loose; its exceptions count), and
+        # only those of DEPENDENCY_SET_MIN_ROWS rows or more bind: fewer rows cannot tell what a
+        # level excludes.
         sets = _allowed_sets(present, binding)
         if sets is None or not _holds(present, *sets, rows, binding, DEPENDENCY_LOOSE):
             return None
-        if _excluded(present, *sets, rows, binding) < DEPENDENCY_MIN_MINORITY:
+        binding = binding & (rows >= DEPENDENCY_SET_MIN_ROWS)
+        if binding.sum() < 2 or _excluded(present, *sets, rows, binding) < DEPENDENCY_MIN_MINORITY:
             return None  # allows nearly everything (two yes/no columns), and states nothing
         return cls._of(key, value, *sets, binding, k_key, k_value)
 
