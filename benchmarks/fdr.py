@@ -290,7 +290,9 @@ def report(path: Path, qq: Path | None = None) -> str:
             lines.append(markdown_table(pd.DataFrame(table)))
         lines += ["", "## Fitted tail shapes on clean tables (0: exponential)", "",
                   "The shape of the tail each channel's p-values were read from (detect: the tails "
-                  "fitted without the table's top scores), over the clean runs: median / 95th "
+                  "fitted without the table's top scores; each read with its scale integrated out, which "
+                  "adds about one over the number of values fitted, more on a column of few values), "
+                  "over the clean runs: median / 95th "
                   "percentile / largest. Cells: per run the median and the largest over the table's "
                   "columns; `residual` is the cell given the row's other numbers, `value` the cell in "
                   "its context, `in its column` the cell in its column with no context.", ""]  # fmt: skip
