@@ -199,7 +199,7 @@ def test_a_level_that_allows_a_few_values_is_a_dependency_and_a_pair_it_never_ho
     garages[1] = [120, 1, 0, 0, 0]
     assert Dependency.find(0, 1, sparse.csr_matrix(garages), 4, 5) is not None
     # Levels of 40 rows that hold one value each are too few to say what else they exclude (a
-    # value they hold in 5% of their rows is missing from 40 of them one time in eight); of 100
+    # value they hold in 5% of their rows is missing from 40 of them one time in eight); of 120
     # rows, they are enough.
     small = np.array([[500, 500, 0, 0, 0, 0], [0, 0, 40, 0, 0, 0], [0, 0, 0, 40, 0, 0], [0] * 6, [0] * 6])
     assert Dependency.find(0, 1, sparse.csr_matrix(small), 5, 6) is None
