@@ -25,8 +25,10 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 
+from nrad.bench.summary import markdown_table
 from nrad.calibration import MAX_SHAPE, SCORE_TRIM, TailModel
 from nrad.cells import CELL_MAX_SHAPE, CELL_TRIM, RESIDUAL_MIN_SCALE, _surprise
 
@@ -79,18 +81,18 @@ def main() -> None:
     )
     args = parser.parse_args()
     rng = np.random.default_rng(0)
-    heads = " | ".join(f"{t:g}" for t in LEVELS)
-    print(f"rate(t) / t, mean over {args.draws} samples (above 1: the tail promises more than it keeps)\n")
-    print(f"| statistic | values | mode | {heads} |")
-    print("|---|---|---|" + "---|" * len(LEVELS))
+    rows = []
     for name, (draw, at, kind) in laws().items():
         for n in (int(s) for s in args.sizes.split(",")):
             for mode in ("fit", "detect"):
                 mean = args.residuals == "mean"
                 tails = (fit(draw(rng, n), kind, mode, mean) for _ in range(args.draws))
                 got = np.mean([rates(tail, at, kind) for tail in tails], axis=0)
-                cells = " | ".join(f"{g / t:.2f}" for g, t in zip(got, LEVELS, strict=True))
-                print(f"| {name} | {n:,} | {mode} | {cells} |")
+                ratios = (f"{g / t:.2f}" for g, t in zip(got, LEVELS, strict=True))
+                rows.append([name, f"{n:,}", mode, *ratios])
+    print(f"rate(t) / t, mean over {args.draws} samples (above 1: the tail promises more than it keeps)\n")
+    columns = ["statistic", "values", "mode", *(f"{t:g}" for t in LEVELS)]
+    print(markdown_table(pd.DataFrame(rows, columns=columns)))
 
 
 if __name__ == "__main__":

@@ -608,8 +608,9 @@ def _profile_scales(
         outside = ~np.isfinite(new) | (new < low) | (new > high)
         log_scale = np.where(done, log_scale, np.where(outside, (low + high) / 2.0, new))
         if done.all():
-            break
-    _, curvature = grid.derivatives(log_scale)
+            break  # every scale stayed where the last derivatives were taken: they are the answer's
+    else:
+        _, curvature = grid.derivatives(log_scale)
     return np.exp(log_scale), -grid.negative(log_scale), curvature
 
 
