@@ -360,9 +360,9 @@ DEPENDENCY_SET_SHARE = 0.05
 DEPENDENCY_SET_ROWS = 3
 #: A key level allows a set only from this many rows on: a value it holds in
 #: ``DEPENDENCY_SET_SHARE`` of its rows is then missing from them with chance at most 1%
-#: (0.95^90).  In 37 rows a value held by 6% of them was never seen (a chance of one in ten), the
-#: level was read as excluding it, and a clean table scored against those 500 training rows had
-#: its row with that pair flagged (p = 0).
+#: (0.95^90).  In 37 rows a value that level holds now and then (its category random in a tenth of
+#: the rows) was never seen, the level was read as excluding it, and a clean table scored against
+#: those 500 training rows had its row with that pair flagged (p = 0).
 DEPENDENCY_SET_MIN_ROWS = 90
 
 
