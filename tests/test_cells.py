@@ -143,6 +143,22 @@ def test_a_bound_one_column_keeps_given_another_is_a_wall_of_their_difference() 
     assert (back.beyond(new) == walls.beyond(new)).all()
 
 
+def test_a_row_beyond_a_wall_of_two_columns_difference_is_flagged_and_the_wall_stated() -> None:
+    """A remodelling year before the building year, in a table where half the houses were
+    remodelled the year they were built and none before: flagged, and the reason states the
+    bound the other rows keep, not how typical each year is on its own."""
+    rng = np.random.default_rng(5)
+    n = 2000
+    built = rng.integers(1950, 2010, n).astype(float)
+    remodel = np.where(rng.random(n) < 0.5, built, np.minimum(built + rng.integers(1, 40, n), 2010))
+    df = pd.DataFrame({"built": built, "remodel": remodel, "area": rng.normal(1500, 300, n).round()})
+    df.loc[12, ["built", "remodel"]] = [1990.0, 1985.0]
+    model = fit_table(df, random_state=0, max_epochs=20)
+    scored, _ = model.score(df, fdr=0.1, in_sample=True)
+    assert scored.loc[12, "flagged"]
+    assert scored.loc[12, "reason"].endswith("(in the training rows built is at most remodel)"), scored.loc[12]
+
+
 def _flagged_alone(df: pd.DataFrame, rows: list[int], column: str) -> pd.DataFrame:
     """``nrad detect`` on ``df``: the ``rows`` flagged and named by ``column`` first, few others
     flagged; the scored rows."""
@@ -161,7 +177,8 @@ def test_a_negative_count_is_flagged_and_named() -> None:
     df = pd.DataFrame({"age": age, "visits": rng.poisson(np.exp(0.5 + 0.01 * (age - 50))),
                        "weight": rng.normal(75, 12, n).round(1), "ward": rng.choice(["a", "b"], n)})  # fmt: skip
     df.loc[[7, 900], "visits"] = -1
-    _flagged_alone(df, [7, 900], "visits")
+    scored = _flagged_alone(df, [7, 900], "visits")
+    assert scored.loc[7, "reason"] == "visits -1 (below 0, where this column's values stop)"
 
 
 def test_a_negative_value_of_a_column_never_negative_is_flagged_and_named() -> None:

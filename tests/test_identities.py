@@ -11,6 +11,7 @@ import pytest
 from nrad.explain import first_feature
 from nrad.identities import Identities
 from nrad.table import fit_table
+from nrad.words import short
 
 FX = {"EUR": 1.0, "GBP": 1.17, "USD": 0.92}
 
@@ -56,7 +57,7 @@ def test_exact_relations_are_found_and_noisy_ones_are_not() -> None:
     ids, values, codes, names = _fit(df)
     described = set()
     for k in range(ids.n_identities):
-        columns = sorted(names[j] for j in np.flatnonzero(ids._involved(k)))
+        columns = sorted(names[j] for j in np.flatnonzero(ids.involved(k)))
         described.add((tuple(columns), ids.feature[k] >= 0))
     assert (("gross", "net", "vat"), False) in described
     assert any("gross_eur" in cols and per_level for cols, per_level in described)
@@ -104,9 +105,16 @@ def test_a_product_of_counts_with_a_factor_per_level_is_an_identity() -> None:
     blamed.  A clean table breaks none."""
     df = _stays(1500, 0)
     ids, values, codes, names = _fit(df)
-    found = {(tuple(sorted(names[j] for j in np.flatnonzero(ids._involved(k)))), int(ids.feature[k]))
+    found = {(tuple(sorted(names[j] for j in np.flatnonzero(ids.involved(k)))), int(ids.feature[k]))
              for k in range(ids.n_identities)}  # fmt: skip
     assert found == {(("city_tax", "guests", "nights"), 0)}
+    # Written as a person writes it, with each hotel's fee; what it gives is the tax, to cents.
+    written = {ids.formula(k, names, short) for k in range(ids.n_identities)}
+    assert written == {f"city_tax = {fee} × guests × nights" for fee in ("2.5", "1.5", "3")}
+    for k in range(ids.n_identities):
+        level = codes[:, ids.feature[k]] == ids.level[k]
+        given = ids.predicted(k, values[level])
+        assert np.abs(given - values[level, names.index("city_tax")]).max() < 0.006
     numeric, levels = ids.broken(values, codes)
     assert not numeric.any() and not levels.any()
     row = int(np.flatnonzero((df["hotel"] == "centre") & (df["guests"] == 2))[0])
@@ -141,6 +149,7 @@ def test_a_broken_identity_flags_its_row_and_names_its_cause(kind: str) -> None:
     out of place; each is flagged, named by the gross, or by the euro total or its currency."""
     df = _invoices(1500, 3)
     row = int(np.flatnonzero(df["currency"] == "GBP")[4])
+    gross = float(df.loc[row, "gross"])
     if kind == "gross":
         df.loc[row, "gross"] = round(df.loc[row, "gross"] * 1.5, 2)
     else:
@@ -151,6 +160,14 @@ def test_a_broken_identity_flags_its_row_and_names_its_cause(kind: str) -> None:
     named = first_feature(scored.loc[row, "top_features"])
     assert (named == "gross") if kind == "gross" else (named in ("gross_eur", "currency"))
     assert scored["flagged"].sum() <= 2  # the row, and at most one other
+    # The reason states the relation the row breaks and what it gives, not the gross's range.
+    reason = scored.loc[row, "reason"]
+    if kind == "gross":
+        start = f"gross {df.loc[row, 'gross']:.4g} (the training rows keep gross = net + vat to rounding: "
+        assert reason.startswith(start) and reason.endswith(" here)"), reason
+        assert float(reason[len(start) : -len(" here)")]) == pytest.approx(gross, rel=0.01)
+    else:
+        assert "keep gross_eur = 1.17 × gross" in reason or "the relation of currency 'EUR'" in reason, reason
 
 
 def _stones(n: int, seed: int, error: float) -> np.ndarray:
@@ -203,7 +220,7 @@ def test_an_identity_among_hundreds_of_columns_is_found_and_its_break_blamed() -
     X[5, 0] += 9.0  # a typo: the total is off by far more than a rounding
     values = X.copy()
     ids = Identities.fit(values, np.zeros((n, 0), dtype=np.int64), [], random_state=0)
-    totals = [k for k in range(ids.n_identities) if set(np.flatnonzero(ids._involved(k))) == {0, 1, 2, 3}]
+    totals = [k for k in range(ids.n_identities) if set(np.flatnonzero(ids.involved(k))) == {0, 1, 2, 3}]
     assert totals, "the total of three columns is an identity"
     blamed, _ = ids.broken(values, np.zeros((n, 0), dtype=np.int64))
     assert blamed[5, 0] and blamed[:, 0].sum() == 1

@@ -367,3 +367,8 @@ def test_a_row_that_breaks_a_dependency_between_categories_is_flagged_and_named_
     scored, _ = model.score(df, fdr=0.1, in_sample=True)
     assert scored.loc[row, "flagged"] and first_feature(scored.loc[row, "top_features"]) == "site"
     assert scored["flagged"].sum() == 1
+    # The reason states the dependency, not how rare the site is.
+    sensor_of_row, site_of_row = df.loc[row, "sensor"], f"site{site_of[sensor[row]]}"
+    assert scored.loc[row, "reason"] == (
+        f"site {df.loc[row, 'site']!r} (in the training rows sensor {sensor_of_row!r} goes with {site_of_row!r})"
+    )

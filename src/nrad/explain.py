@@ -42,7 +42,11 @@ import pandas as pd
 
 from nrad.encoding import PRESENT, SPIKE, Prepared, as_pandas
 from nrad.evidence import outside_dates, row_p_values
-from nrad.preprocess import MISSING, OTHER, WEEKDAYS, date_bounds
+from nrad.preprocess import date_bounds
+from nrad.rules import rule_reasons
+from nrad.words import label as _label
+from nrad.words import number as _number
+from nrad.words import short as _short
 
 if TYPE_CHECKING:
     from nrad.table import TableModel
@@ -379,6 +383,9 @@ def reasons(
     """One sentence per row about its first-named column: its value, and what is typical."""
     out = []
     outside = outside_dates(model, prep.codes)
+    # A cell flagged for a rule the density does not know (a wall, an identity, a dependency) is
+    # explained by the rule: its repair gives back little or nothing (nrad.rules).
+    broken, elsewhere = rule_reasons(model, df, prep, columns)
     for i, col in enumerate(columns):
         plan = model.schema.columns[col]
         name = plan.name
@@ -386,19 +393,20 @@ def reasons(
         if plan.kind == "datetime" and outside[i, model.schema.categorical_sources.index(col)]:
             out.append(_date_reason(plan, raw))
             continue
-        if result.gains[i, col] <= 0.005:
-            out.append("")
+        rule = broken[i]
+        if rule is not None:
+            out.append(rule)
             continue
-        if result.kind[i, col] == NUMERIC:
-            out.append(
-                _numeric_reason(model, prep, i, int(result.feature[i, col]), raw, float(result.value[i, col]))
+        if result.gains[i, col] <= 0.005:
+            text = ""
+        elif result.kind[i, col] == NUMERIC:
+            text = _numeric_reason(
+                model, prep, i, int(result.feature[i, col]), raw, float(result.value[i, col])
             )
         else:
-            out.append(
-                _categorical_reason(
-                    model, prep, i, int(result.feature[i, col]), int(result.value[i, col]), raw
-                )
-            )
+            feature, best = int(result.feature[i, col]), int(result.value[i, col])
+            text = _categorical_reason(model, prep, i, feature, best, raw)
+        out.append("; ".join(part for part in (text, elsewhere[i]) if part))
     return out
 
 
@@ -431,6 +439,10 @@ def _numeric_reason(model: TableModel, prep: Prepared, i: int, j: int, raw: Any,
         f" for {schema.categorical_names[feature]} {_label(model, feature, code)}" if feature >= 0 else ""
     )
     if np.isnan(prep.y[i, j]):
+        spike = schema.columns[schema.numeric_sources[j]].spike
+        # A spike's cells (a 0 that most rows hold) are read by its indicator, not as a number.
+        if spike is not None and not pd.isna(raw):
+            return f"{name} {_number(raw)} (the column's most common value)"
         return f"{name} missing"
     step = float(numeric.discrete[j])
     if step > 0:  # a count or price: typical values on its lattice ("1", not "0.7782 to 1.436")
@@ -496,18 +508,6 @@ def _given(model: TableModel, f: int, code: int) -> str:
     return f"{name} {spike:g}" if code == 1 else f"{name} not {spike:g}"
 
 
-def _label(model: TableModel, f: int, code: int, raw: Any = None) -> str:
-    labels = model.schema.categorical_labels[f]
-    text = labels[code] if code < len(labels) else "?"
-    if text in (OTHER,) and raw is not None and not pd.isna(raw):
-        return repr(str(raw))
-    if text == MISSING:
-        return "missing"
-    if text in WEEKDAYS:
-        return f"on {text}"
-    return repr(text)
-
-
 def _hour(raw: Any) -> float:
     t = pd.to_datetime(raw, errors="coerce", utc=True)
     return float("nan") if pd.isna(t) else t.hour + t.minute / 60.0
@@ -520,14 +520,6 @@ def _clock(hours: float) -> str:
     return f"{minutes // 60:02d}:{minutes % 60:02d}"
 
 
-def _short(value: float) -> str:
-    """A derived value (a typical range, a repair) to the precision a reader needs: 34.5, 1.06, 2101."""
-    v = float(value)
-    if not np.isfinite(v):
-        return str(v)
-    return f"{v:.0f}" if 100 <= abs(v) < 1e7 else f"{v:.3g}"
-
-
 def _zero_below_rounding(lo: float, hi: float, fit: float) -> tuple[float, float, float]:
     """The typical range and the repair, with what is 0 but for rounding shown as 0.
 
@@ -536,16 +528,6 @@ def _zero_below_rounding(lo: float, hi: float, fit: float) -> tuple[float, float
     of the typical values' size is that 0."""
     size = max(abs(lo), abs(hi))
     return tuple(0.0 if abs(v) < 1e-9 * size else v for v in (lo, hi, fit))  # type: ignore[return-value]
-
-
-def _number(value: Any) -> str:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return repr(value)
-    if not np.isfinite(v):
-        return str(v)
-    return f"{v:.4g}" if abs(v) < 1e6 else f"{v:.3g}"
 
 
 def column_handling(model: TableModel, c: int) -> str:

@@ -56,6 +56,7 @@ residuals (:mod:`nrad.gaussian`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -266,7 +267,7 @@ class Identities:
         for k in range(self.n_identities):
             f = self.feature[k]
             mine = np.ones(n, dtype=bool) if f < 0 else codes[:, f] == self.level[k]
-            involved = self._involved(k)
+            involved = self.involved(k)
             cleared[np.ix_(mine & keeps[k], involved)] = True
             broke = mine & breaks[k]
             if f >= 0:
@@ -304,7 +305,7 @@ class Identities:
                 out[:, k] = off / tol
         return out
 
-    def _involved(self, k: int) -> np.ndarray:
+    def involved(self, k: int) -> np.ndarray:
         """The features of identity ``k``: its response and each predictor whose term is not
         negligible against the response's typical size."""
         coef = self.coef[k][1:]
@@ -313,6 +314,52 @@ class Identities:
         out = np.abs(coef) * typical >= INVOLVED * max(float(typical[self.response[k]]), np.finfo(float).tiny)
         out[self.response[k]] = True
         return out
+
+    def predicted(self, k: int, values: np.ndarray) -> np.ndarray:
+        """(n,) the response of identity ``k`` as its predictors give it, in the table's units (NaN
+        where a cell it needs is absent or, in logs, not positive)."""
+        values = np.asarray(values, dtype=np.float64)
+        log = bool(self.form[k] != 0)
+        form_values = _logs(values) if log else values
+        coef = self.coef[k]
+        predictors = np.flatnonzero(coef[1:] != 0)
+        predictors = predictors[predictors != self.response[k]]
+        fitted = coef[0] + form_values[:, predictors] @ coef[1:][predictors]
+        return np.exp(fitted) if log else fitted
+
+    def formula(self, k: int, names: list[str], short: Callable[[float], str]) -> str:
+        """Identity ``k`` as a person reads it: ``"vat = 0.19 × net"``, ``"gross = net + vat"``,
+        ``"city_tax = 2.5 × adults × nights"``: the terms that matter (:meth:`involved`), each
+        coefficient written by ``short``."""
+        a, coef = int(self.response[k]), self.coef[k]
+        involved = self.involved(k)
+        involved[a] = False
+        predictors = np.flatnonzero(involved)
+        if self.form[k] == 0:
+            terms = [(float(coef[1 + j]), names[j]) for j in predictors]
+            # The intercept is written where it is more than the response's rounding.
+            if abs(coef[0]) > self.step[a] / 2.0:
+                terms.insert(0, (float(coef[0]), ""))
+            text = ""
+            for b, name in terms:
+                size = abs(b)  # the sign goes between the terms
+                unit = short(size) == short(1.0)
+                part = short(size) if not name else name if unit else f"{short(size)} × {name}"
+                sign = "-" if b < 0 else "+"
+                text = f"{text} {sign} {part}" if text else f"-{part}" if b < 0 else part
+            return f"{names[a]} = {text or short(0.0)}"
+        factor = float(np.exp(coef[0]))
+        parts = [] if short(factor) == short(1.0) else [short(factor)]
+        below = []
+        for j in predictors:
+            b = float(coef[1 + j])
+            # An exponent fitted to logs of rounded values (0.997) is written as the whole number
+            # or the two digits it stands for.
+            exponent = f"{abs(b):.2g}"
+            power = "" if exponent == "1" else f"^{exponent}"
+            (below if b < 0 else parts).append(f"{names[j]}{power}")
+        text = " × ".join(parts) or "1"
+        return f"{names[a]} = {text}" + "".join(f" / {name}" for name in below)
 
     def to_state(self, prefix: str) -> dict[str, np.ndarray]:
         return {

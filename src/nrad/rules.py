@@ -1,0 +1,218 @@
+"""The rules a row breaks, in words.
+
+Four tests give a cell p-value 0 (:func:`nrad.evidence.row_p_values`): a value beyond its
+column's wall, two values whose difference lies beyond its wall (:class:`nrad.cells.Walls`),
+cells that break an identity (:class:`nrad.identities.Identities`), and a category value that its
+key's level does not allow (:class:`nrad.categories.Dependency`).  The density behind the anomaly
+score knows none of these rules, so the repair that explains a row (:mod:`nrad.explain`) has
+little to say about such a cell: "vat 0 (typical: 2.76 to 24.6)" where the row was flagged
+because the VAT is not 19% of the net.  A row flagged for a rule is explained by the rule, with
+what the rule gives: "vat 0 (the training rows of country 'DE' keep vat = 0.19 × net to
+rounding: 41.8 here)".
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from nrad.encoding import Prepared
+from nrad.evidence import dependency_breaks
+from nrad.identities import BROKEN_MARGIN
+from nrad.words import label, number, short
+
+if TYPE_CHECKING:
+    from nrad.categories import Dependency
+    from nrad.table import TableModel
+
+#: A dependency's allowed values are listed up to this many.
+LISTED_LEVELS = 4
+
+
+def rule_reasons(
+    model: TableModel, df: pd.DataFrame, prep: Prepared, columns: np.ndarray
+) -> tuple[list[str | None], list[str | None]]:
+    """Per row of ``df`` (prepared as ``prep``): the rule that its input column ``columns[i]``
+    breaks, in words, and the first identity the row breaks (None: none).  The second is for a
+    row whose named cell breaks no rule itself (a VAT of 0, which an identity in logs cannot read)
+    while its other cells do (the net that the gross in euros and the VAT's rate would give)."""
+    rules = _Rules(model, prep)
+    own: list[str | None] = []
+    for i, c in enumerate(np.asarray(columns, dtype=np.int64)):
+        raw = df[model.schema.columns[c].name].iloc[i]
+        own.append(rules.numeric(i, int(c)) or rules.categorical(i, int(c), raw))
+    return own, [rules.any_identity(i) for i in range(len(own))]
+
+
+class _Rules:
+    """The rules each row breaks, found once for all rows, and put in words row by row."""
+
+    def __init__(self, model: TableModel, prep: Prepared) -> None:
+        schema = model.schema
+        self.model, self.codes = model, prep.codes
+        self.values = model.raw_values(prep)
+        self.n_cat = len(schema.categorical_names)
+        self.numeric_of: dict[int, list[int]] = {}
+        for j, c in enumerate(schema.numeric_sources):
+            self.numeric_of.setdefault(c, []).append(j)
+        self.categorical_of: dict[int, list[int]] = {}
+        for f, c in enumerate(schema.categorical_sources):
+            self.categorical_of.setdefault(c, []).append(f)
+        ident = model.identities
+        self.identities = ident if ident is not None and ident.n_identities else None
+        if self.identities is not None:
+            self.blamed, self.level_blamed = self.identities.broken(self.values, self.codes[:, : self.n_cat])
+            with np.errstate(invalid="ignore"):
+                self.distance = self.identities.distances(self.values)
+        self.breaks: list[tuple[Dependency, np.ndarray]] = (
+            dependency_breaks(model.dependencies(), self.codes) if self.n_cat else []
+        )
+
+    def numeric(self, i: int, c: int) -> str | None:
+        """The rule a numeric cell of input column ``c`` breaks in row ``i``, in words."""
+        for j in self.numeric_of.get(c, []):
+            text = self._wall(i, j) or self._pair_wall(i, j) or self._identity(i, j)
+            if text:
+                return text
+        return None
+
+    def categorical(self, i: int, c: int, raw: Any) -> str | None:
+        """The rule a category of input column ``c`` breaks in row ``i``, in words."""
+        for f in self.categorical_of.get(c, []):
+            text = self._level_identity(i, f, raw) or self._dependency(i, f, raw)
+            if text:
+                return text
+        return None
+
+    def _name(self, j: int) -> str:
+        return self.model.schema.numeric_names[j]
+
+    def _wall(self, i: int, j: int) -> str | None:
+        walls, v = self.model.walls, self.values[i, j]
+        if walls is None or not np.isfinite(v):
+            return None
+        if v < walls.low[j] - walls.half_step[j]:
+            side, bound = "below", walls.low[j]
+        elif v > walls.high[j] + walls.half_step[j]:
+            side, bound = "above", walls.high[j]
+        else:
+            return None
+        return f"{self._name(j)} {number(v)} ({side} {number(bound)}, where this column's values stop)"
+
+    def _pair_wall(self, i: int, j: int) -> str | None:
+        walls = self.model.walls
+        if walls is None or walls.pairs is None or not len(walls.pairs):
+            return None
+        assert walls.pair_low is not None and walls.pair_high is not None and walls.pair_half_step is not None
+        for k in np.flatnonzero((walls.pairs == j).any(axis=1)):
+            a, b = (int(v) for v in walls.pairs[k])
+            diff = self.values[i, a] - self.values[i, b]
+            half = walls.pair_half_step[k]
+            if diff < walls.pair_low[k] - half:
+                bound, side = float(walls.pair_low[k]), "at least"
+            elif diff > walls.pair_high[k] + half:
+                bound, side = float(walls.pair_high[k]), "at most"
+            else:
+                continue
+            other = b if j == a else a
+            offset = "" if bound == 0 else f" + {number(bound)}" if bound > 0 else f" - {number(-bound)}"
+            return (f"{self._name(j)} {number(self.values[i, j])} with {self._name(other)} "
+                    f"{number(self.values[i, other])} (in the training rows {self._name(a)} is {side} "
+                    f"{self._name(b)}{offset})")  # fmt: skip
+        return None
+
+    def _applies(self, k: int, i: int) -> bool:
+        """Whether identity ``k`` holds in row ``i``'s level (or in all rows) and the row breaks it."""
+        ident = self.identities
+        assert ident is not None
+        f = int(ident.feature[k])
+        mine = f < 0 or int(self.codes[i, f]) == int(ident.level[k])
+        return bool(mine and self.distance[i, k] > BROKEN_MARGIN)
+
+    def _where(self, k: int) -> str:
+        """``" of hotel 'Airport'"`` for an identity within a level ("" over all rows)."""
+        ident = self.identities
+        assert ident is not None
+        f = int(ident.feature[k])
+        if f < 0:
+            return ""
+        return f" of {self.model.schema.categorical_names[f]} {label(self.model, f, int(ident.level[k]))}"
+
+    def _identity(self, i: int, j: int) -> str | None:
+        ident = self.identities
+        # Not only the cells the identity blames: a broken relation's cells are named by how odd
+        # each is in its context (nrad.evidence), and the one named is explained by the relation.
+        if ident is None or not self.blamed[i].any():
+            return None
+        broken = [k for k in range(ident.n_identities) if self._applies(k, i) and ident.involved(k)[j]]
+        if not broken:
+            return None
+        # The identity that gives this cell, else one it is a term of.
+        k = next((k for k in broken if ident.response[k] == j), broken[0])
+        a = int(ident.response[k])
+        names = self.model.schema.numeric_names
+        formula = ident.formula(k, names, short)
+        given = float(ident.predicted(k, self.values[i : i + 1])[0])
+        kept = f"the training rows{self._where(k)} keep {formula} to rounding"
+        if a == j:
+            return f"{names[j]} {number(self.values[i, j])} ({kept}: {short(given)} here)"
+        return (f"{names[j]} {number(self.values[i, j])} ({kept}; here {names[a]} is "
+                f"{number(self.values[i, a])} and the relation gives {short(given)})")  # fmt: skip
+
+    def any_identity(self, i: int) -> str | None:
+        """The first identity row ``i`` breaks, in words (None: none)."""
+        ident = self.identities
+        if ident is None or not (self.blamed[i].any() or self.level_blamed[i].any()):
+            return None
+        # A level blamed (a pound bill at the euro's rate) says most: it names the right relation.
+        for f in np.flatnonzero(self.level_blamed[i]):
+            text = self._level_identity(i, int(f), None)
+            if text:
+                return text
+        k = next((k for k in range(ident.n_identities) if self._applies(k, i)), None)
+        if k is None:
+            return None
+        a = int(ident.response[k])
+        given = float(ident.predicted(k, self.values[i : i + 1])[0])
+        names = self.model.schema.numeric_names
+        return (f"the training rows{self._where(k)} keep {ident.formula(k, names, short)} to rounding "
+                f"({names[a]} {number(self.values[i, a])} here, where it gives {short(given)})")  # fmt: skip
+
+    def _level_identity(self, i: int, f: int, raw: Any) -> str | None:
+        ident = self.identities
+        if ident is None or f >= self.n_cat or not self.level_blamed[i, f]:
+            return None
+        code = int(self.codes[i, f])
+        for k in np.flatnonzero((ident.feature == f) & (ident.level == code)):
+            if not self._applies(int(k), i):
+                continue
+            same = (ident.feature == f) & (ident.response == ident.response[k]) & (ident.level != code)
+            kept = [m for m in np.flatnonzero(same) if self.distance[i, m] <= 1.0]
+            if not kept:
+                continue
+            m = int(kept[0])
+            names = self.model.schema.numeric_names
+            column = self.model.schema.categorical_names[f]
+            return (f"{column} {label(self.model, f, code, raw)} (this row's numbers keep "
+                    f"{ident.formula(m, names, short)}, the relation of {column} "
+                    f"{label(self.model, f, int(ident.level[m]))}; rows of {label(self.model, f, code, raw)} "
+                    f"keep {ident.formula(int(k), names, short)})")  # fmt: skip
+        return None
+
+    def _dependency(self, i: int, f: int, raw: Any) -> str | None:
+        for dependency, broken in self.breaks:
+            if dependency.value != f or not broken[i]:
+                continue
+            key = int(self.codes[i, dependency.key])
+            allowed = [label(self.model, f, int(v)) for v in dependency.allowed[key].indices]
+            listed = allowed[:LISTED_LEVELS]
+            if len(allowed) > LISTED_LEVELS:
+                listed.append(f"{len(allowed) - LISTED_LEVELS} others")
+            goes_with = listed[0] if len(listed) == 1 else f"{', '.join(listed[:-1])} or {listed[-1]}"
+            names = self.model.schema.categorical_names
+            return (f"{names[f]} {label(self.model, f, int(self.codes[i, f]), raw)} (in the training rows "
+                    f"{names[dependency.key]} {label(self.model, dependency.key, key)} goes with "
+                    f"{goes_with})")  # fmt: skip
+        return None
