@@ -224,3 +224,24 @@ def test_an_identity_among_hundreds_of_columns_is_found_and_its_break_blamed() -
     assert totals, "the total of three columns is an identity"
     blamed, _ = ids.broken(values, np.zeros((n, 0), dtype=np.int64))
     assert blamed[5, 0] and blamed[:, 0].sum() == 1
+
+
+def test_a_reason_states_the_identity_a_row_breaks_with_what_it_gives() -> None:
+    """A German invoice charged no VAT (its gross and euro total are its net): the country's
+    identity between the net and the euro total is broken, and said with what it gives.  Named by
+    a cell that breaks no rule (the item count, say), the row's reason still states it."""
+    from nrad.rules import rule_reasons
+
+    df = _invoices(1500, 3)
+    row = int(np.flatnonzero(df["country"] == "DE")[2])
+    df.loc[row, ["vat", "gross", "gross_eur"]] = [0.0, df.loc[row, "net"], df.loc[row, "net"]]
+    model = fit_table(df, random_state=0, max_epochs=2)
+    one = df.iloc[[row]]
+    columns = [c.name for c in model.schema.columns]
+    own, elsewhere = rule_reasons(model, one, model.prepare(one), np.array([columns.index("items")]))
+    assert own == [None]
+    assert elsewhere[0] is not None
+    assert elsewhere[0].startswith("the training rows of country 'DE' keep "), elsewhere
+    # Its response is the net or the euro total, which both hold the net here.
+    net = f"{float(df.loc[row, 'net']):.4g}"
+    assert f"(net {net} here, where it gives " in elsewhere[0] or f"(gross_eur {net} here" in elsewhere[0]

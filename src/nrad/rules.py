@@ -5,10 +5,10 @@ column's wall, two values whose difference lies beyond its wall (:class:`nrad.ce
 cells that break an identity (:class:`nrad.identities.Identities`), and a category value that its
 key's level does not allow (:class:`nrad.categories.Dependency`).  The density behind the anomaly
 score knows none of these rules, so the repair that explains a row (:mod:`nrad.explain`) has
-little to say about such a cell: "vat 0 (typical: 2.76 to 24.6)" where the row was flagged
-because the VAT is not 19% of the net.  A row flagged for a rule is explained by the rule, with
-what the rule gives: "vat 0 (the training rows of country 'DE' keep vat = 0.19 × net to
-rounding: 41.8 here)".
+little to say about such a cell: "gross 246.2 (typical for segment 'retail': 31.7 to 190; 27
+would fit the rest of this row)" where the row was flagged because its gross is not its net plus
+its VAT.  A row flagged for a rule is explained by the rule, with what the rule gives: "gross
+246.2 (the training rows keep gross = net + vat to rounding: 24.6 here)".
 """
 
 from __future__ import annotations
