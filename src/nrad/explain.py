@@ -378,14 +378,21 @@ def _categorical_totals(
 
 
 def reasons(
-    model: TableModel, df: pd.DataFrame, prep: Prepared, result: Repair, columns: np.ndarray
+    model: TableModel,
+    df: pd.DataFrame,
+    prep: Prepared,
+    result: Repair,
+    columns: np.ndarray,
+    rules: tuple[list[str | None], list[str | None]],
 ) -> list[str]:
-    """One sentence per row about its first-named column: its value, and what is typical."""
+    """One sentence per row about its first-named column: its value, and what is typical.
+
+    ``rules``: :func:`nrad.rules.rule_reasons` of the rows and columns.  A cell flagged for a rule
+    the density does not know (a wall, an identity, a dependency) is explained by the rule: its
+    repair gives back little or nothing."""
     out = []
     outside = outside_dates(model, prep.codes)
-    # A cell flagged for a rule the density does not know (a wall, an identity, a dependency) is
-    # explained by the rule: its repair gives back little or nothing (nrad.rules).
-    broken, elsewhere = rule_reasons(model, df, prep, columns)
+    broken, elsewhere = rules
     for i, col in enumerate(columns):
         plan = model.schema.columns[col]
         name = plan.name
@@ -592,8 +599,12 @@ def describe(
     names = np.asarray(model.schema.names)
     order, gains = ranked(model, prep, result, folds, k)
     order, gains = _cause_first(model, prep, folds, result, order, gains)
-    top = [feature_shares(names[row], row_gains) for row, row_gains in zip(order, gains, strict=True)]
-    return top, reasons(model, df, prep, result, order[:, 0])
+    rules = rule_reasons(model, df, prep, order[:, 0])
+    top = [
+        feature_shares(names[row], row_gains, ruled=rule is not None)
+        for row, row_gains, rule in zip(order, gains, rules[0], strict=True)
+    ]
+    return top, reasons(model, df, prep, result, order[:, 0], rules)
 
 
 def _cause_first(
@@ -636,18 +647,23 @@ def _cause_first(
 MIN_SHARE = 0.05
 
 
-def feature_shares(names: Any, gains: np.ndarray) -> str:
+def feature_shares(names: Any, gains: np.ndarray, ruled: bool = False) -> str:
     """``"weight (70%); height (21%); repwt (9%)"``: each named column's share of what repairing the
-    named columns gives back (the first always named; others from ``MIN_SHARE``)."""
+    named columns gives back (the first always named; others from ``MIN_SHARE``).
+
+    ``ruled``: the first column breaks a rule (a wall, an identity, a dependency: ``nrad.rules``),
+    which flagged its row whatever its repair gives back, often nothing: it is written
+    ``"gross_eur (0%, rule broken)"``, so that a share of 0% does not read as "no matter"."""
     gains = np.maximum(np.asarray(gains, dtype=np.float64), 0.0)
     total = gains.sum()
     if not total > 0:
-        return ""
+        return f"{names[0]} (rule broken)" if ruled and len(names) else ""
     parts = []
     for k, (name, gain) in enumerate(zip(names, gains, strict=True)):
         share = gain / total
         if k == 0 or share >= MIN_SHARE:
-            parts.append(f"{name} ({share:.0%})")
+            rule = ", rule broken" if k == 0 and ruled else ""
+            parts.append(f"{name} ({share:.0%}{rule})")
     return "; ".join(parts)
 
 
