@@ -387,18 +387,30 @@ class Walls:
     def beyond(self, values: np.ndarray) -> np.ndarray:
         """(n, p) True where a value lies beyond its column's wall, or beyond a wall of its difference
         with another column (both cells then; NaN values: False)."""
-        with np.errstate(invalid="ignore"):
-            out = (values < self.low - self.half_step) | (values > self.high + self.half_step)
-            if self.pairs is None or not len(self.pairs):
-                return out
-            low, high, half = self.pair_low, self.pair_high, self.pair_half_step
-            assert low is not None and high is not None and half is not None
-            diff = values[:, self.pairs[:, 0]] - values[:, self.pairs[:, 1]]
-            off = (diff < low - half) | (diff > high + half)
-        rows, which = np.nonzero(off)
-        out[rows, self.pairs[which, 0]] = True
-        out[rows, self.pairs[which, 1]] = True
+        out = self.sides(values) != 0
+        rows, which = np.nonzero(self.pair_sides(values))
+        if self.pairs is not None:
+            out[rows, self.pairs[which, 0]] = True
+            out[rows, self.pairs[which, 1]] = True
         return out
+
+    def sides(self, values: np.ndarray) -> np.ndarray:
+        """(n, p) -1 where a value lies below its column's low wall, +1 above its high one, else 0."""
+        with np.errstate(invalid="ignore"):
+            below = values < self.low - self.half_step
+            above = values > self.high + self.half_step
+        return above.astype(np.int8) - below.astype(np.int8)
+
+    def pair_sides(self, values: np.ndarray) -> np.ndarray:
+        """(n, pairs) -1 where a row's difference ``x_j - x_l`` of a pair lies below its low wall, +1
+        above its high one, else 0 (NaN values: 0)."""
+        if self.pairs is None or not len(self.pairs):
+            return np.zeros((len(values), 0), dtype=np.int8)
+        low, high, half = self.pair_low, self.pair_high, self.pair_half_step
+        assert low is not None and high is not None and half is not None
+        diff = values[:, self.pairs[:, 0]] - values[:, self.pairs[:, 1]]
+        with np.errstate(invalid="ignore"):
+            return (diff > high + half).astype(np.int8) - (diff < low - half).astype(np.int8)
 
     def to_state(self, prefix: str) -> dict[str, np.ndarray]:
         empty = np.zeros(0)

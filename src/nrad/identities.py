@@ -247,9 +247,25 @@ class Identities:
         return cls(as_int(form), as_int(response), as_int(feature), as_int(level), np.stack(coef),
                    np.stack(gram), step, typical)  # fmt: skip
 
-    def broken(self, values: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def breaking(self, values: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(n, k) True where a row lies in an identity's level (or any row, for one over all rows)
+        and is off it by more than ``BROKEN_MARGIN`` tolerances; and the (n, k) distances
+        (:meth:`distances`)."""
+        values = np.asarray(values, dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            distance = self.distances(values)
+            off = distance > BROKEN_MARGIN
+        mine = np.ones(off.shape, dtype=bool)
+        within = np.flatnonzero(self.feature >= 0)
+        mine[:, within] = codes[:, self.feature[within]] == self.level[within]
+        return off & mine, distance
+
+    def broken(
+        self, values: np.ndarray, codes: np.ndarray, distance: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Where rows break an identity: (n, p) True at the numeric cells blamed, (n, c) True at the
-        categorical cells blamed (see the module docstring).
+        categorical cells blamed (see the module docstring); ``distance``: the rows'
+        :meth:`distances`, when already computed.
 
         A row that breaks an identity of its level and keeps the same identity of another level
         (a bill computed at another tariff's rate, a pound total converted at the euro's rate of
@@ -262,7 +278,7 @@ class Identities:
             return blamed, level_blamed
         cleared = np.zeros((n, p), dtype=bool)
         with np.errstate(invalid="ignore"):
-            distance = self.distances(values)
+            distance = self.distances(values) if distance is None else distance
             breaks, keeps = distance.T > BROKEN_MARGIN, distance.T <= 1.0
         for k in range(self.n_identities):
             f = self.feature[k]

@@ -20,7 +20,6 @@ import pandas as pd
 
 from nrad.encoding import Prepared
 from nrad.evidence import dependency_breaks
-from nrad.identities import BROKEN_MARGIN
 from nrad.words import label, number, short
 
 if TYPE_CHECKING:
@@ -60,12 +59,18 @@ class _Rules:
         self.categorical_of: dict[int, list[int]] = {}
         for f, c in enumerate(schema.categorical_sources):
             self.categorical_of.setdefault(c, []).append(f)
+        # Each rule's breaks for all rows at once, as the p-values read them; rows are put in
+        # words one by one from these.
+        walls = model.walls
+        self.sides = None if walls is None else walls.sides(self.values)
+        self.pair_sides = None if walls is None else walls.pair_sides(self.values)
         ident = model.identities
         self.identities = ident if ident is not None and ident.n_identities else None
         if self.identities is not None:
-            self.blamed, self.level_blamed = self.identities.broken(self.values, self.codes[:, : self.n_cat])
-            with np.errstate(invalid="ignore"):
-                self.distance = self.identities.distances(self.values)
+            codes = self.codes[:, : self.n_cat]
+            self.breaking, self.distance = self.identities.breaking(self.values, codes)
+            self.blamed, self.level_blamed = self.identities.broken(self.values, codes, self.distance)
+            self.involved = np.array([self.identities.involved(k) for k in range(ident.n_identities)])
         self.breaks: list[tuple[Dependency, np.ndarray]] = (
             dependency_breaks(model.dependencies(), self.codes) if self.n_cat else []
         )
@@ -90,46 +95,30 @@ class _Rules:
         return self.model.schema.numeric_names[j]
 
     def _wall(self, i: int, j: int) -> str | None:
-        walls, v = self.model.walls, self.values[i, j]
-        if walls is None or not np.isfinite(v):
+        walls = self.model.walls
+        if walls is None or self.sides is None or not self.sides[i, j]:
             return None
-        if v < walls.low[j] - walls.half_step[j]:
-            side, bound = "below", walls.low[j]
-        elif v > walls.high[j] + walls.half_step[j]:
-            side, bound = "above", walls.high[j]
-        else:
-            return None
-        return f"{self._name(j)} {number(v)} ({side} {number(bound)}, where this column's values stop)"
+        side, bound = ("below", walls.low[j]) if self.sides[i, j] < 0 else ("above", walls.high[j])
+        value = number(self.values[i, j])
+        return f"{self._name(j)} {value} ({side} {number(bound)}, where this column's values stop)"
 
     def _pair_wall(self, i: int, j: int) -> str | None:
         walls = self.model.walls
-        if walls is None or walls.pairs is None or not len(walls.pairs):
+        if walls is None or walls.pairs is None or self.pair_sides is None:
             return None
-        assert walls.pair_low is not None and walls.pair_high is not None and walls.pair_half_step is not None
-        for k in np.flatnonzero((walls.pairs == j).any(axis=1)):
+        assert walls.pair_low is not None and walls.pair_high is not None
+        for k in np.flatnonzero((walls.pairs == j).any(axis=1) & (self.pair_sides[i] != 0)):
             a, b = (int(v) for v in walls.pairs[k])
-            diff = self.values[i, a] - self.values[i, b]
-            half = walls.pair_half_step[k]
-            if diff < walls.pair_low[k] - half:
+            if self.pair_sides[i, k] < 0:
                 bound, side = float(walls.pair_low[k]), "at least"
-            elif diff > walls.pair_high[k] + half:
-                bound, side = float(walls.pair_high[k]), "at most"
             else:
-                continue
+                bound, side = float(walls.pair_high[k]), "at most"
             other = b if j == a else a
             offset = "" if bound == 0 else f" + {number(bound)}" if bound > 0 else f" - {number(-bound)}"
             return (f"{self._name(j)} {number(self.values[i, j])} with {self._name(other)} "
                     f"{number(self.values[i, other])} (in the training rows {self._name(a)} is {side} "
                     f"{self._name(b)}{offset})")  # fmt: skip
         return None
-
-    def _applies(self, k: int, i: int) -> bool:
-        """Whether identity ``k`` holds in row ``i``'s level (or in all rows) and the row breaks it."""
-        ident = self.identities
-        assert ident is not None
-        f = int(ident.feature[k])
-        mine = f < 0 or int(self.codes[i, f]) == int(ident.level[k])
-        return bool(mine and self.distance[i, k] > BROKEN_MARGIN)
 
     def _where(self, k: int) -> str:
         """``" of hotel 'Airport'"`` for an identity within a level ("" over all rows)."""
@@ -146,11 +135,11 @@ class _Rules:
         # each is in its context (nrad.evidence), and the one named is explained by the relation.
         if ident is None or not self.blamed[i].any():
             return None
-        broken = [k for k in range(ident.n_identities) if self._applies(k, i) and ident.involved(k)[j]]
-        if not broken:
+        broken = np.flatnonzero(self.breaking[i] & self.involved[:, j])
+        if not len(broken):
             return None
         # The identity that gives this cell, else one it is a term of.
-        k = next((k for k in broken if ident.response[k] == j), broken[0])
+        k = int(next((k for k in broken if ident.response[k] == j), broken[0]))
         a = int(ident.response[k])
         names = self.model.schema.numeric_names
         formula = ident.formula(k, names, short)
@@ -171,9 +160,10 @@ class _Rules:
             text = self._level_identity(i, int(f), None)
             if text:
                 return text
-        k = next((k for k in range(ident.n_identities) if self._applies(k, i)), None)
-        if k is None:
+        breaking = np.flatnonzero(self.breaking[i])
+        if not len(breaking):
             return None
+        k = int(breaking[0])
         a = int(ident.response[k])
         given = float(ident.predicted(k, self.values[i : i + 1])[0])
         names = self.model.schema.numeric_names
@@ -185,9 +175,7 @@ class _Rules:
         if ident is None or f >= self.n_cat or not self.level_blamed[i, f]:
             return None
         code = int(self.codes[i, f])
-        for k in np.flatnonzero((ident.feature == f) & (ident.level == code)):
-            if not self._applies(int(k), i):
-                continue
+        for k in np.flatnonzero((ident.feature == f) & (ident.level == code) & self.breaking[i]):
             same = (ident.feature == f) & (ident.response == ident.response[k]) & (ident.level != code)
             kept = [m for m in np.flatnonzero(same) if self.distance[i, m] <= 1.0]
             if not kept:
