@@ -181,6 +181,39 @@ def test_a_negative_count_is_flagged_and_named() -> None:
     assert scored.loc[7, "reason"] == "visits -1 (below 0, where this column's values stop)"
 
 
+def _scores_table(n: int, rng: np.random.Generator) -> pd.DataFrame:
+    """Loan applications: two scores of a few values (one mostly 2 and 1, 3 and 4 now and then),
+    an income and a debt ratio."""
+    return pd.DataFrame({
+        "score": rng.choice([1.0, 2.0, 3.0, 4.0], size=n, p=[0.314, 0.66, 0.017, 0.009]),
+        "grade": rng.choice([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], size=n, p=[0.55, 0.2, 0.05, 0.05, 0.07, 0.08]),
+        "income": np.exp(rng.normal(10, 0.4, n)).round(0),
+        "ratio": (0.3 + 0.05 * rng.normal(size=n)).round(3),
+    })  # fmt: skip
+
+
+def test_rare_scores_of_a_column_of_a_few_values_are_not_flagged() -> None:
+    # 3 and 4 are held by 40 and 20 of 2,400 rows: shared values, no errors.  Read as a spike at 2
+    # and a "rest" that is 1 in 92% of its rows, each of them stood tens of spreads out: 49 flags.
+    df = _scores_table(2400, np.random.default_rng(0))
+    model = fit_table(df, random_state=0, max_epochs=20)
+    scored, _ = model.score(df, fdr=0.1, in_sample=True)
+    assert scored["flagged"].sum() <= 2
+
+
+def test_a_value_off_the_steps_of_a_column_of_a_few_values_is_flagged_and_named() -> None:
+    # A row whose missing values were filled with the columns' means: a score of 1.73 among whole
+    # scores lies inside the column's range, where no tail sees it, and on no step of it.
+    df = _scores_table(2400, np.random.default_rng(0))
+    df.loc[7, ["score", "grade"]] = [df["score"].mean(), df["grade"].mean()]
+    scored = _flagged_alone(df, [7], "score")
+    assert scored.loc[7, "reason"] == f"score {df.loc[7, 'score']:.4g} (this column's values are whole numbers)"
+    # A model file keeps the steps: a new row off them is flagged the same way.
+    model = model_from_bytes(model_to_bytes(fit_table(df.drop(index=7), random_state=0, max_epochs=20)))
+    new, _ = model.score(df.loc[[7, 8]], fdr=0.1)
+    assert new["p_value"].tolist()[0] == 0.0 and new["reason"].tolist()[0].endswith("are whole numbers)")
+
+
 def test_a_negative_value_of_a_column_never_negative_is_flagged_and_named() -> None:
     # A battery level between 15 and 100%: -1 for "not read" lies a few of the lowest values'
     # spacings below them, no further out than a tail fitted to them allows.

@@ -31,6 +31,10 @@ def test_lattices_are_found_and_continuous_values_are_not() -> None:
     assert lattice_spacing(rng.normal(size=1000)) == 0.0
     noisy = dequantize(counts[:, None], np.array([1.0]), rng)[:, 0]
     assert np.all(np.abs(noisy - counts) <= 0.5) and lattice_spacing(noisy) == 0.0
+    # A mean imputed into one row (1.721 among counts) is an error in a cell, not a finer lattice;
+    # more than a few values off the lattice make the column continuous.
+    assert lattice_spacing(np.r_[counts, 1.721]) == 1.0
+    assert lattice_spacing(np.r_[counts, rng.uniform(0, 5, 5)]) == 0.0
     # Codes written as integers (network ports): no gap a multiple of the smallest (2, from 443 to
     # 445), but every value a whole number: the lattice of the integers.
     ports = rng.choice([0, 22, 25, 53, 80, 123, 443, 445, 873, 3389], 1000).astype(float)

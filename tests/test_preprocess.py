@@ -330,6 +330,17 @@ def test_a_spike_is_a_category_and_the_rest_a_number() -> None:
     assert enc.counts["missing_cells"] == 0  # a spike is not a missing cell
 
 
+def test_values_off_a_spike_that_are_mostly_one_value_are_no_spread() -> None:
+    # A credit score: 2 in two thirds of the rows, 1 in most others, 3 and 4 now and then.  The
+    # scores off 2 are a second spike, not a spread: the column is a few values on a lattice.
+    rng = np.random.default_rng(2)
+    score = rng.choice([1.0, 2.0, 3.0, 4.0], size=3000, p=[0.31, 0.66, 0.02, 0.01])
+    refund = np.where(rng.random(3000) < 0.6, 0.0, rng.gamma(2.0, 30.0, 3000).round(2))
+    schema = fit_schema(pd.DataFrame({"score": score, "refund": refund}))
+    assert schema.columns[0].kind == "numeric" and schema.columns[0].spike is None
+    assert schema.columns[1].spike == 0.0  # a spike with a spread of other values stays one
+
+
 def test_a_date_outside_its_column_s_support_has_no_weekday() -> None:
     from nrad.preprocess import WEEKDAYS, ColumnPlan, date_bounds
 

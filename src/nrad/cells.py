@@ -45,6 +45,7 @@ import numpy as np
 
 from nrad.calibration import TailModel
 from nrad.categories import CategoryModel
+from nrad.numeric import off_lattice
 
 #: A numeric column with fewer present values than this gets ranks only, no fitted tail.
 MIN_CELL_VALUES = 100
@@ -81,6 +82,11 @@ BEYOND_WALL = 0.001
 #: it.  A column whose values run down to near 0 (a measurement of mean 50 and sd 15, negative
 #: in one row of a thousand) has no wall there: its rare negative values are ordinary.
 ZERO_WALL_GAP = 0.25
+#: A lattice column of at most this many distinct values, each a step from the next (scores, ratings,
+#: small counts), holds no value off its lattice: one is outside its support (a mean imputed into a
+#: column of scores, 1.721 among 1 to 4; 2.5 children).  A column of more values is a measurement at
+#: a precision, and a value between its steps is a finer one.
+LATTICE_RULE_LEVELS = 20
 #: Pairs of lattice columns whose difference is searched for walls (a bound one column never passes
 #: given the other: a customer's years as a customer never above their age less 18): at most this
 #: many lattice columns (the pairs grow as their square) ...
@@ -348,6 +354,11 @@ class Walls:
     a battery at -5%) is no number the column can hold, but a tail fitted to
     the column's smallest values puts it only a few of their spacings
     further out.
+
+    And the steps of a lattice column of a few values bound it between its
+    walls (``LATTICE_RULE_LEVELS``): a value off them (a score of 1.721, a
+    mean imputed into a column of scores 1 to 4) lies within the range of the
+    column, where no tail can see it.
     """
 
     low: np.ndarray
@@ -360,17 +371,21 @@ class Walls:
     pair_low: np.ndarray | None = None
     pair_high: np.ndarray | None = None
     pair_half_step: np.ndarray | None = None
+    #: Per feature, a value on its lattice when it holds no value off it (NaN: none; the lattice's
+    #: spacing is twice ``half_step``).
+    lattice_base: np.ndarray | None = None
 
     @classmethod
     def fit(cls, values: np.ndarray, spacing: np.ndarray) -> Walls:
         """From (n, p) training values in the table's units (NaN where missing) and each feature's
         lattice spacing (0: continuous, no lattice walls)."""
         p = values.shape[1]
-        low, high = np.full(p, np.nan), np.full(p, np.nan)
+        low, high, base = np.full(p, np.nan), np.full(p, np.nan), np.full(p, np.nan)
         for j in range(p):
             x = values[:, j][np.isfinite(values[:, j])]
             if len(x) < MIN_CELL_VALUES:
                 continue
+            base[j] = _lattice_base(x, float(spacing[j]))
             positive = x[x >= 0]
             if (
                 len(x) - len(positive) <= BEYOND_WALL * len(x)
@@ -382,12 +397,13 @@ class Walls:
                 continue
             lattice_low, high[j] = _lattice_walls(x, zero_is_a_wall=True)
             low[j] = lattice_low if np.isfinite(lattice_low) else low[j]
-        return cls(low, high, np.asarray(spacing, dtype=np.float64) / 2.0, *_pair_walls(values, spacing))
+        half = np.asarray(spacing, dtype=np.float64) / 2.0
+        return cls(low, high, half, *_pair_walls(values, spacing), lattice_base=base)
 
     def beyond(self, values: np.ndarray) -> np.ndarray:
-        """(n, p) True where a value lies beyond its column's wall, or beyond a wall of its difference
-        with another column (both cells then; NaN values: False)."""
-        out = self.sides(values) != 0
+        """(n, p) True where a value lies beyond its column's wall or off its lattice, or beyond a wall
+        of its difference with another column (both cells then; NaN values: False)."""
+        out = (self.sides(values) != 0) | self.off_lattice(values)
         rows, which = np.nonzero(self.pair_sides(values))
         if self.pairs is not None:
             out[rows, self.pairs[which, 0]] = True
@@ -400,6 +416,15 @@ class Walls:
             below = values < self.low - self.half_step
             above = values > self.high + self.half_step
         return above.astype(np.int8) - below.astype(np.int8)
+
+    def off_lattice(self, values: np.ndarray) -> np.ndarray:
+        """(n, p) True where a value lies off its column's lattice (see ``LATTICE_RULE_LEVELS``)."""
+        out = np.zeros(values.shape, dtype=bool)
+        if self.lattice_base is None:
+            return out
+        for j in np.flatnonzero(np.isfinite(self.lattice_base) & (self.half_step > 0)):
+            out[:, j] = off_lattice(values[:, j], float(self.lattice_base[j]), 2.0 * float(self.half_step[j]))
+        return out
 
     def pair_sides(self, values: np.ndarray) -> np.ndarray:
         """(n, pairs) -1 where a row's difference ``x_j - x_l`` of a pair lies below its low wall, +1
@@ -420,6 +445,8 @@ class Walls:
             f"{prefix}pair_low": empty if self.pair_low is None else self.pair_low,
             f"{prefix}pair_high": empty if self.pair_high is None else self.pair_high,
             f"{prefix}pair_half_step": empty if self.pair_half_step is None else self.pair_half_step,
+            f"{prefix}lattice_base": np.full(len(self.low), np.nan) if self.lattice_base is None
+            else self.lattice_base,
         }  # fmt: skip
 
     @classmethod
@@ -438,7 +465,25 @@ class Walls:
         named = ((pairs >= 0) & (pairs < p)).all()
         if any(len(a) != len(pairs) for a in sides) or not named:
             raise ValueError(f"pair walls must name features 0 to {p - 1}, with one wall entry per pair")
-        return cls(*got, pairs, *sides)
+        # Files of format version 15 and before hold no lattice bases: no value is off a lattice.
+        base = arrays.get(f"{prefix}lattice_base")
+        base = np.full(p, np.nan) if base is None else np.asarray(base, dtype=np.float64).reshape(-1)
+        if len(base) != p:
+            raise ValueError(f"walls must have one lattice base per numeric feature ({p})")
+        return cls(*got, pairs, *sides, lattice_base=base)
+
+
+def _lattice_base(x: np.ndarray, spacing: float) -> float:
+    """A value on the lattice of the training values ``x`` when no value may lie off it (NaN: the
+    rule does not hold): at most ``LATTICE_RULE_LEVELS`` distinct values, each a step from the next
+    (scores 1 to 4, counts 0 to 7).  Codes with gaps between them (payment terms of 0, 14, 30 and 60
+    days, on the lattice of 2) say nothing of the values between."""
+    seen, counts = np.unique(x, return_counts=True)
+    if not spacing > 0 or len(seen) > LATTICE_RULE_LEVELS:
+        return np.nan
+    base = float(seen[np.argmax(counts)])  # the most common value lies on the lattice
+    on = seen[~off_lattice(seen, base, spacing)]
+    return base if np.allclose(np.diff(on), spacing, rtol=1e-6, atol=0.0) else np.nan
 
 
 def _lattice_walls(x: np.ndarray, zero_is_a_wall: bool, ratio: float = WALL_RATIO) -> tuple[float, float]:

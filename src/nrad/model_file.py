@@ -41,6 +41,9 @@ from nrad.preprocess import TableSchema
 from nrad.table import MAX_CELL_FEATURES, TableModel
 
 FORMAT = "nrad-model"
+#: Version 16: the walls keep a value on the lattice of each column of a few values, each a step from
+#: the next (``lattice_base``): a value off its steps is outside the column's support; a file of
+#: version 9 to 15 still reads, without them.
 #: Version 15: an identity may be a product with whole-number factors read as exact (form
 #: ``counts``), over all rows or within each level of a category; a file of version 9 to 14 still
 #: reads, without them.
@@ -65,8 +68,8 @@ FORMAT = "nrad-model"
 #: each cell tested by its residual and by its value in context), lattice walls, the robust
 #: Gaussian's sparse columns (p-values of earlier versions were calibrated differently: those
 #: files must be refitted).
-FORMAT_VERSION = 15
-READS_VERSIONS = (9, 10, 11, 12, 13, 14, 15)
+FORMAT_VERSION = 16
+READS_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16)
 MANIFEST, TENSORS = "manifest.json", "tensors.safetensors"
 MAX_MANIFEST_BYTES = 16 * 2**20
 MAX_TENSOR_BYTES = 2 * 2**30

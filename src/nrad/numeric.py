@@ -84,6 +84,11 @@ MIN_RELATIVE_MAGNITUDE = 1e-12
 SKEW_RATIO = 4.0
 #: Lattices with fewer levels (0/1 flags) are not dequantized (see :func:`lattice_spacing`).
 LATTICE_MIN_LEVELS = 3
+#: A column's values lie on a lattice when all but at most this share of them do (and at least one
+#: may not): a mean imputed into one row of a column of scores (1.721 among 1, 2, 3 and 4) is an
+#: error in one cell, not a sign that the column is continuous.  Read as continuous, its scores were
+#: atoms the flows piled unbounded density on, and every row of a rare score was flagged.
+OFF_LATTICE_SHARE = 0.001
 #: The shape transform is fitted on the values between these quantiles.
 CENTRAL = (0.01, 0.99)
 #: Typical values (location, scale, quantiles) come from rows within this many robust sd.
@@ -421,10 +426,28 @@ def lattice_spacing(x: np.ndarray, whole_numbers: bool = True) -> float:
     ``whole_numbers=False`` leaves this out: evenly spaced values only).  A two-valued
     flag is not treated as one: spread uniformly over one wide cell it tells
     the flow nothing, and benchmark tables of binary features lost AUROC
-    dequantized (docs/method.md).
+    dequantized (docs/method.md).  A few values off the lattice (``OFF_LATTICE_SHARE``)
+    leave it a lattice: the lattice is then read from the values that repeat, and the others
+    must lie on it but those few (:func:`off_lattice` finds them).
     """
-    seen = np.unique(x[np.isfinite(x)])
-    if seen.size < LATTICE_MIN_LEVELS or seen.size > max(np.isfinite(x).sum() // 2, 1):
+    values = x[np.isfinite(x)]
+    seen, counts = np.unique(values, return_counts=True)
+    if seen.size > max(values.size // 2, 1):
+        return 0.0
+    h = _spacing(seen, whole_numbers)
+    if h > 0:
+        return h
+    repeated = seen[counts > 1]
+    h = _spacing(repeated, whole_numbers)
+    spare = max(1, int(OFF_LATTICE_SHARE * values.size))
+    if h > 0 and int(off_lattice(seen, float(repeated[0]), h).sum()) <= spare:
+        return h
+    return 0.0
+
+
+def _spacing(seen: np.ndarray, whole_numbers: bool) -> float:
+    """The lattice spacing of the sorted distinct values ``seen`` (0: none; see :func:`lattice_spacing`)."""
+    if seen.size < LATTICE_MIN_LEVELS:
         return 0.0
     gaps = np.diff(seen)
     h = float(gaps.min())
@@ -440,6 +463,14 @@ def lattice_spacing(x: np.ndarray, whole_numbers: bool = True) -> float:
     if whole_numbers and float(np.abs(seen).max()) < 2.0**53 and np.all(seen == np.round(seen)):
         return float(np.gcd.reduce(gaps.astype(np.int64)))
     return 0.0
+
+
+def off_lattice(x: np.ndarray, base: float, h: float) -> np.ndarray:
+    """True where a value of ``x`` lies off the lattice ``base + k h`` (within 1e-6 of a step, as
+    :func:`lattice_spacing` reads one; NaN: False)."""
+    with np.errstate(invalid="ignore"):
+        steps = (np.asarray(x, dtype=np.float64) - base) / h
+        return np.abs(steps - np.round(steps)) > 1e-6 * np.maximum(np.abs(steps), 1.0)
 
 
 def _magnitude(x: np.ndarray) -> float:

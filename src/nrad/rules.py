@@ -1,7 +1,8 @@
 """The rules a row breaks, in words.
 
-Four tests give a cell p-value 0 (:func:`nrad.evidence.row_p_values`): a value beyond its
-column's wall, two values whose difference lies beyond its wall (:class:`nrad.cells.Walls`),
+Five tests give a cell p-value 0 (:func:`nrad.evidence.row_p_values`): a value beyond its
+column's wall, a value off the steps of a column of a few values, two values whose difference
+lies beyond its wall (:class:`nrad.cells.Walls`),
 cells that break an identity (:class:`nrad.identities.Identities`), and a category value that its
 key's level does not allow (:class:`nrad.categories.Dependency`).  The density behind the anomaly
 score knows none of these rules, so the repair that explains a row (:mod:`nrad.explain`) has
@@ -63,6 +64,7 @@ class _Rules:
         # words one by one from these.
         walls = model.walls
         self.sides = None if walls is None else walls.sides(self.values)
+        self.off = None if walls is None else walls.off_lattice(self.values)
         self.pair_sides = None if walls is None else walls.pair_sides(self.values)
         ident = model.identities
         self.identities = ident if ident is not None and ident.n_identities else None
@@ -78,7 +80,9 @@ class _Rules:
     def numeric(self, i: int, c: int) -> str | None:
         """The rule a numeric cell of input column ``c`` breaks in row ``i``, in words."""
         for j in self.numeric_of.get(c, []):
-            text = self._wall(i, j) or self._pair_wall(i, j) or self._identity(i, j)
+            text = (
+                self._wall(i, j) or self._off_lattice(i, j) or self._pair_wall(i, j) or self._identity(i, j)
+            )
             if text:
                 return text
         return None
@@ -101,6 +105,16 @@ class _Rules:
         side, bound = ("below", walls.low[j]) if self.sides[i, j] < 0 else ("above", walls.high[j])
         value = number(self.values[i, j])
         return f"{self._name(j)} {value} ({side} {number(bound)}, where this column's values stop)"
+
+    def _off_lattice(self, i: int, j: int) -> str | None:
+        walls = self.model.walls
+        if walls is None or self.off is None or not self.off[i, j]:
+            return None
+        step, base = 2.0 * float(walls.half_step[j]), float(walls.lattice_base[j])  # type: ignore[index]
+        # The values in the table's units carry rounding of their transforms (2.0000000000000004).
+        whole = abs(step - 1.0) <= 1e-6 and abs(base - round(base)) <= 1e-6 * max(1.0, abs(base))
+        steps = "are whole numbers" if whole else f"come in steps of {number(step)}"
+        return f"{self._name(j)} {number(self.values[i, j])} (this column's values {steps})"
 
     def _pair_wall(self, i: int, j: int) -> str | None:
         walls = self.model.walls
