@@ -344,6 +344,22 @@ def test_rows_apart_are_a_broken_batch_only_when_tight() -> None:
     assert not _a_cluster(apart, np.vstack([bulk, spread]), np.random.default_rng(1))
 
 
+def test_a_table_of_categories_alone_is_scored_and_explained() -> None:
+    """No numeric column at all (country names as three sources spell them): each row is scored,
+    explained, and a row that breaks the sensor's site is named by it, with no number to read."""
+    from nrad.explain import first_feature
+
+    rng = np.random.default_rng(1)
+    sensor = rng.integers(0, 20, 1200)
+    df = pd.DataFrame({"sensor": [f"S{s:02d}" for s in sensor], "site": [f"site{s % 4}" for s in sensor],
+                       "shift": rng.choice(["early", "late", "night"], 1200)})  # fmt: skip
+    df.loc[7, "site"] = f"site{(sensor[7] + 1) % 4}"
+    model = fit_table(df, random_state=0, max_epochs=5)
+    scored, _ = model.score(df, fdr=0.1, in_sample=True)
+    assert scored.loc[7, "flagged"] and first_feature(scored.loc[7, "top_features"]) == "site"
+    assert scored.loc[7, "reason"].startswith("site ")
+
+
 def test_a_row_that_breaks_a_dependency_between_categories_is_flagged_and_named_by_it() -> None:
     """Each sensor sits at one site.  Scored against itself, a row reporting a sensor at another
     site has that pair in its own counts, and the category model alone called it about as probable

@@ -313,6 +313,8 @@ class TableModel:
     def in_units(self, y: np.ndarray) -> np.ndarray:
         """(n, p) shaped numbers ``y`` back in the table's units (absent cells, a spike's too, stay
         NaN; :meth:`raw_values` puts a spike's cells at the spike)."""
+        if not y.shape[1]:  # a table of categories alone
+            return np.empty(y.shape)
         return np.column_stack([self.numeric.unshape(j, y[:, j]) for j in range(y.shape[1])]).reshape(y.shape)
 
     def dependencies(self) -> list[Dependency]:
