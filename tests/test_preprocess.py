@@ -339,6 +339,10 @@ def test_values_off_a_spike_that_are_mostly_one_value_are_no_spread() -> None:
     schema = fit_schema(pd.DataFrame({"score": score, "refund": refund}))
     assert schema.columns[0].kind == "numeric" and schema.columns[0].spike is None
     assert schema.columns[1].spike == 0.0  # a spike with a spread of other values stays one
+    # Codes off any even lattice (payment terms in days) keep their spike: as one number, the
+    # distances between codes mean nothing.
+    terms = rng.choice([0.0, 14.0, 30.0, 60.0], size=3000, p=[0.55, 0.25, 0.1, 0.1])
+    assert fit_schema(pd.DataFrame({"terms": terms})).columns[0].spike == 0.0
 
 
 def test_a_date_outside_its_column_s_support_has_no_weekday() -> None:

@@ -632,12 +632,16 @@ def spike_value(values: pd.Series) -> float | None:
     certainty, and every value off it costs thousands of nats.  A spike is a
     value held by ``SPIKE_SHARE`` of the present values, or ``EDGE_SPIKE_SHARE``
     when it is the smallest or largest value, with at least
-    ``SPIKE_REST_LEVELS`` distinct values besides it, and a spread among them:
-    no one of them holds ``SPIKE_SHARE`` of them.  Values off the spike that
-    are mostly one value (a credit score of 2 in 66% of the rows, 1 in 31%, 3
-    and 4 in the rest) are a second spike, not a spread: read by their robust
-    spread, 0, every score of 3 or 4 stood tens of spreads out and was flagged.
-    Such a column is a few values on a lattice, one number.
+    ``SPIKE_REST_LEVELS`` distinct values besides it.  On an even lattice (scores,
+    counts) the values off the spike must have a spread: no one of them holds
+    ``SPIKE_SHARE`` of them.  Values off the spike that are mostly one value (a
+    credit score of 2 in 66% of the rows, 1 in 31%, 3 and 4 in the rest) are a
+    second spike, not a spread: read by their robust spread, 0, every score of 3
+    or 4 stood tens of spreads out and was flagged.  Such a column is a few
+    steps of one number.  Codes off any even lattice (payment terms of 0, 14, 30
+    and 60 days) keep their spike: read as one number, a code's distance to the
+    others means nothing, and the relations between the numbers called the
+    rarer codes of one segment far off.
     """
     counts = values.value_counts()
     if counts.empty:
@@ -647,7 +651,8 @@ def spike_value(values: pd.Series) -> float | None:
     at_edge = value in (float(values.min()), float(values.max()))
     if len(counts) - 1 < SPIKE_REST_LEVELS or share < (EDGE_SPIKE_SHARE if at_edge else SPIKE_SHARE):
         return None
-    if int(counts.iloc[1]) >= SPIKE_SHARE * (len(values) - count):
+    second_spike = int(counts.iloc[1]) >= SPIKE_SHARE * (len(values) - count)
+    if second_spike and lattice_spacing(values.to_numpy(dtype=np.float64), whole_numbers=False) > 0:
         return None
     return value
 
