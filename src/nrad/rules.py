@@ -21,6 +21,7 @@ import pandas as pd
 
 from nrad.encoding import Prepared
 from nrad.evidence import dependency_breaks
+from nrad.numeric import off_lattice
 from nrad.words import label, number, short
 
 if TYPE_CHECKING:
@@ -111,8 +112,9 @@ class _Rules:
         if walls is None or self.off is None or not self.off[i, j]:
             return None
         step, base = 2.0 * float(walls.half_step[j]), float(walls.lattice_base[j])  # type: ignore[index]
-        # The values in the table's units carry rounding of their transforms (2.0000000000000004).
-        whole = abs(step - 1.0) <= 1e-6 and abs(base - round(base)) <= 1e-6 * max(1.0, abs(base))
+        # The values in the table's units carry rounding of their transforms (2.0000000000000004):
+        # read with the lattice's own tolerance.
+        whole = not off_lattice(np.array([step, base]), 0.0, 1.0).any() and round(step) == 1
         steps = "are whole numbers" if whole else f"come in steps of {number(step)}"
         return f"{self._name(j)} {number(self.values[i, j])} (this column's values {steps})"
 
