@@ -214,6 +214,23 @@ def test_a_value_off_the_steps_of_a_column_of_a_few_values_is_flagged_and_named(
     assert new["p_value"].tolist()[0] == 0.0 and new["reason"].tolist()[0].endswith("are whole numbers)")
 
 
+def test_a_spike_off_the_lattice_of_the_other_values_puts_no_value_between_steps() -> None:
+    # A choice experiment's offered speeds: 85 in a quarter of the rows (a spike at the column's
+    # edge), else 95, 110 or 140, whose lattice (15) 85 is off; a share of stations that is 0 in
+    # most rows, else 0.1, 0.3 or 0.7 (a lattice of 0.2 that 0 is off).  No value is off the steps.
+    rng = np.random.default_rng(3)
+    n = 2000
+    df = pd.DataFrame({
+        "speed": rng.choice([85.0, 95.0, 110.0, 140.0], size=n),
+        "station": rng.choice([0.0, 0.1, 0.3, 0.7], size=n, p=[0.75, 0.07, 0.12, 0.06]),
+        "price": np.exp(rng.normal(10, 0.3, n)).round(0),
+    })  # fmt: skip
+    model = fit_table(df, random_state=0, max_epochs=20)
+    assert np.isnan(model.walls.lattice_base[:2]).all()
+    scored, _ = model.score(df, fdr=0.1, in_sample=True)
+    assert (scored["p_value"] > 0).all() and scored["flagged"].sum() <= 2
+
+
 def test_a_negative_value_of_a_column_never_negative_is_flagged_and_named() -> None:
     # A battery level between 15 and 100%: -1 for "not read" lies a few of the lowest values'
     # spacings below them, no further out than a tail fitted to them allows.

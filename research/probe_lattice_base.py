@@ -1,0 +1,119 @@
+"""Which tables hold a column whose steps rule (``nrad.cells.Walls.lattice_base``) read a lattice
+the column's values are not on?
+
+The steps rule takes the lattice spacing the numeric model reads, which for a column with a spike
+comes from the values off the spike (speeds of 95, 110 and 140 beside a spike at 85: a step of 15).
+Its base was the column's most common value, and the check that the values lie on steps from it
+looked only at the values that did: from a spike off the others' lattice it found one value on
+it, passed, and put every other value of the column between steps (p = 0).  The rule now asks that
+all but the few values ``lattice_spacing`` allows lie on the lattice.  This lists, per table, the
+columns where the two readings differ and how many of its rows the first put between steps; a
+table with none is scored as before.  Covers the clean-table generators of ``benchmarks/fdr.py``
+(both tables of a run), the planted families of ``benchmarks/main_job.py`` (planted and clean),
+the tables of ``benchmarks/real_tables.py`` and, with ``--data-dir``, the ADBench training splits
+in ``transductive`` and ``vanilla``.
+
+Usage::
+
+    python research/probe_lattice_base.py --rows 150,500,3000 --seeds 0-19 --data-dir DATA
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import fdr  # noqa: E402  (the clean-table generators)
+import main_job  # noqa: E402  (the planted families)
+
+from nrad.bench.runner import parse_seeds  # noqa: E402
+from nrad.cells import LATTICE_RULE_LEVELS, MIN_CELL_VALUES, _lattice_base  # noqa: E402
+from nrad.numeric import lattice_spacing, off_lattice  # noqa: E402
+from nrad.preprocess import encode, fit_schema  # noqa: E402
+
+
+def first_reading(x: np.ndarray, spacing: float) -> float:
+    """The steps rule's base as first written (looking only at the values on the lattice)."""
+    seen, counts = np.unique(x, return_counts=True)
+    if not spacing > 0 or len(seen) > LATTICE_RULE_LEVELS:
+        return np.nan
+    base = float(seen[np.argmax(counts)])
+    on = seen[~off_lattice(seen, base, spacing)]
+    return base if np.allclose(np.diff(on), spacing, rtol=1e-6, atol=0.0) else np.nan
+
+
+def differing(frame: pd.DataFrame, drop: str | None = None) -> list[tuple[str, int]]:
+    """(column, rows the first reading put between steps) where the two readings differ."""
+    frame = frame.drop(columns=[drop]) if drop in frame else frame
+    schema = fit_schema(frame)
+    enc = encode(schema, frame)
+    names = [schema.columns[j].name for j in schema.numeric_sources]
+    out = []
+    for j, name in enumerate(names):
+        spike = schema.columns[schema.numeric_sources[j]].spike
+        spacing = lattice_spacing(enc.numeric[:, j])  # as the numeric model reads it: spike cells NaN
+        raw = enc.numeric[:, j].copy()
+        if spike is not None and enc.at_spike is not None:
+            raw[enc.at_spike[:, j]] = spike
+        x = raw[np.isfinite(raw)]
+        if len(x) < MIN_CELL_VALUES:
+            continue
+        old, new = first_reading(x, spacing), _lattice_base(x, spacing)
+        if not (np.isnan(old) and np.isnan(new)) and old != new:
+            between = int(off_lattice(x, old, spacing).sum()) if np.isfinite(old) else 0
+            out.append((name, between))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", default="150,500,3000")
+    parser.add_argument("--seeds", default="0-9", help="of the clean tables")
+    parser.add_argument("--main-seeds", default="0-4", help="of the planted families")
+    parser.add_argument("--bench-seeds", default="0-2", help="of the ADBench splits")
+    parser.add_argument("--data-dir", type=Path, default=None, help="ADBench .npz files")
+    parser.add_argument("--real", action="store_true", help="the tables of benchmarks/real_tables.py")
+    args = parser.parse_args()
+    print("(column, rows put between steps) of the columns whose steps rule the fix changes")
+    for name, make in fdr.NULLS.items():
+        for rows in (int(r) for r in args.rows.split(",")):
+            for seed in parse_seeds(args.seeds):
+                got = [differing(make(rows, 10_000 + seed)), differing(make(rows, 20_000 + seed))]
+                if any(got):
+                    print(f"  fdr {name} {rows} seed {seed}: scored {got[0]}, twin {got[1]}", flush=True)
+    for name, key in main_job.IDS.items():
+        for seed in parse_seeds(args.main_seeds):
+            got = [differing(main_job.make(name, 3000, 20, 1000 + seed).frame, key),
+                   differing(main_job.make(name, 3000, 0, 2000 + seed).frame, key)]  # fmt: skip
+            if any(got):
+                print(f"  main job {name} seed {seed}: planted {got[0]}, clean {got[1]}", flush=True)
+    if args.real:
+        import real_tables
+
+        for table in real_tables.TABLES:
+            got = differing(real_tables.load(table), "rownames")
+            if got:
+                print(f"  real table {table.name}: {got}", flush=True)
+    if args.data_dir is None:
+        return
+    from nrad.bench.datasets import dataset_paths, load_dataset
+    from nrad.bench.settings import make_split
+
+    for name, path in dataset_paths(args.data_dir).items():
+        data = load_dataset(path)
+        for setting in ("transductive", "vanilla"):
+            for seed in parse_seeds(args.bench_seeds):
+                X = make_split(data, setting, seed).X_train
+                got = differing(pd.DataFrame(X, columns=[f"x{i}" for i in range(X.shape[1])]))
+                if got:
+                    print(f"  adbench {name} {setting} seed {seed}: {got}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
