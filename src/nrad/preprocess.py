@@ -253,7 +253,10 @@ def fit_schema(
         if detect_identifiers and name not in features and is_identifier(col):
             identifiers.append(str(name))
             continue
-        plan, reason, failures = _plan_column(str(name), col)
+        if detect_identifiers and name not in features and _grouping_key(col):
+            plan, reason, failures = _grouping_plan(str(name), col)
+        else:
+            plan, reason, failures = _plan_column(str(name), col)
         counts["parse_failures"] += failures
         if plan is None:
             dropped[str(name)] = reason
@@ -326,6 +329,40 @@ def _repeated_key(col: pd.Series) -> bool:
     if not np.all(np.isfinite(values)) or not np.all(values == np.round(values)):
         return False
     return bool(np.unique(values).size >= REPEATED_KEY_SHARE * values.size)
+
+
+def _grouping_key(col: pd.Series) -> bool:
+    """Named like a key, whole numbers in every present cell, and repeated: fewer than
+    ``REPEATED_KEY_SHARE`` of them distinct (a subject's id over its 31 visits, a store's number).
+    Read as a number, a subject's id is a position on an axis that means nothing: on a panel of
+    133 migraine patients, 108 of 124 flags were named by the id of a patient far from the
+    typical ids of its headache type."""
+    if not _named_like_key(str(col.name)) or pd.api.types.is_bool_dtype(col):
+        return False
+    present = col.dropna()
+    if pd.api.types.is_numeric_dtype(present):
+        values = present.to_numpy(dtype=np.float64)
+    else:
+        parsed, _ = _numeric_parse(present.astype("string"))
+        if parsed.isna().any():
+            return False
+        values = parsed.to_numpy(dtype=np.float64)
+    whole = np.all(np.isfinite(values)) and np.all(values == np.round(values))
+    if len(values) < MIN_ID_ROWS or not whole:
+        return False
+    return 1 < np.unique(values).size < REPEATED_KEY_SHARE * values.size
+
+
+def _grouping_plan(name: str, col: pd.Series) -> tuple[ColumnPlan | None, str, int]:
+    """A repeated key's plan: a category whose levels are its values as written (see
+    :func:`_grouping_key`), with a note saying so."""
+    plan, reason, failures = _categorical_plan(name, _na_tokens_to_missing(col))
+    if plan is not None:
+        values, rows = col.nunique(), col.notna().sum()
+        plan.note = (f"{name}: whole numbers named like a key, {values} values over {rows} "
+                     "rows; read as a category (a group of rows such as a customer's), not a number. "
+                     "To read it as a number, name it with --feature")  # fmt: skip
+    return plan, reason, failures
 
 
 def _named_like_key(name: str) -> bool:
