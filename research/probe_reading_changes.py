@@ -1,5 +1,6 @@
 """Which tables hold a column whose steps rule (``nrad.cells.Walls.lattice_base``) read a lattice
-the column's values are not on?
+the column's values are not on, or a column of whole numbers named like a key that repeats (read
+as a category now, as a number before)?
 
 The steps rule takes the lattice spacing the numeric model reads, which for a column with a spike
 comes from the values off the spike (speeds of 95, 110 and 140 beside a spike at 85: a step of 15).
@@ -8,14 +9,15 @@ looked only at the values that did: from a spike off the others' lattice it foun
 it, passed, and put every other value of the column between steps (p = 0).  The rule now asks that
 all but the few values ``lattice_spacing`` allows lie on the lattice.  This lists, per table, the
 columns where the two readings differ and how many of its rows the first put between steps; a
-table with none is scored as before.  Covers the clean-table generators of ``benchmarks/fdr.py``
-(both tables of a run), the planted families of ``benchmarks/main_job.py`` (planted and clean),
+table with none is scored as before.  Then the repeated keys (``nrad.preprocess``: a column named
+like a key, whole numbers, fewer than half distinct), listed as ``(column, "key")``.  Covers the
+clean-table generators of ``benchmarks/fdr.py`` (both tables of a run), the planted families of ``benchmarks/main_job.py`` (planted and clean),
 the tables of ``benchmarks/real_tables.py`` and, with ``--data-dir``, the ADBench training splits
 in ``transductive`` and ``vanilla``.
 
 Usage::
 
-    python research/probe_lattice_base.py --rows 150,500,3000 --seeds 0-19 --data-dir DATA
+    python research/probe_reading_changes.py --rows 150,500,3000 --seeds 0-19 --data-dir DATA
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import main_job  # noqa: E402  (the planted families)
 from nrad.bench.runner import parse_seeds  # noqa: E402
 from nrad.cells import LATTICE_RULE_LEVELS, MIN_CELL_VALUES, _lattice_base  # noqa: E402
 from nrad.numeric import lattice_spacing, off_lattice  # noqa: E402
-from nrad.preprocess import encode, fit_schema  # noqa: E402
+from nrad.preprocess import _grouping_key, encode, fit_schema  # noqa: E402
 
 
 def first_reading(x: np.ndarray, spacing: float) -> float:
@@ -48,9 +50,12 @@ def first_reading(x: np.ndarray, spacing: float) -> float:
     return base if np.allclose(np.diff(on), spacing, rtol=1e-6, atol=0.0) else np.nan
 
 
-def differing(frame: pd.DataFrame, drop: str | None = None) -> list[tuple[str, int]]:
-    """(column, rows the first reading put between steps) where the two readings differ."""
+def differing(frame: pd.DataFrame, drop: str | None = None) -> list[tuple[str, int | str]]:
+    """(column, rows the first reading put between steps) where the two readings differ, then
+    (column, "key") for each repeated key."""
     frame = frame.drop(columns=[drop]) if drop in frame else frame
+    keys: list[tuple[str, int | str]] = [(str(c), "key") for c in frame.columns if _grouping_key(frame[c])]
+    frame = frame.drop(columns=[c for c, _ in keys])
     schema = fit_schema(frame)
     enc = encode(schema, frame)
     names = [schema.columns[j].name for j in schema.numeric_sources]
@@ -68,7 +73,7 @@ def differing(frame: pd.DataFrame, drop: str | None = None) -> list[tuple[str, i
         if not (np.isnan(old) and np.isnan(new)) and old != new:
             between = int(off_lattice(x, old, spacing).sum()) if np.isfinite(old) else 0
             out.append((name, between))
-    return out
+    return out + keys
 
 
 def main() -> None:
@@ -80,7 +85,7 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=None, help="ADBench .npz files")
     parser.add_argument("--real", action="store_true", help="the tables of benchmarks/real_tables.py")
     args = parser.parse_args()
-    print("(column, rows put between steps) of the columns whose steps rule the fix changes")
+    print("(column, rows put between steps) of the columns whose steps rule the fix changes; (column, key)")
     for name, make in fdr.NULLS.items():
         for rows in (int(r) for r in args.rows.split(",")):
             for seed in parse_seeds(args.seeds):
