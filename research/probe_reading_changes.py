@@ -11,8 +11,8 @@ all but the few values ``lattice_spacing`` allows lie on the lattice.  This list
 columns where the two readings differ and how many of its rows the first put between steps; a
 table with none is scored as before.  Then the repeated keys (``nrad.preprocess``: a column named
 like a key, whole numbers, fewer than half distinct), listed as ``(column, "key")``.  Covers the
-clean-table generators of ``benchmarks/fdr.py`` (both tables of a run), the planted families of ``benchmarks/main_job.py`` (planted and clean),
-the tables of ``benchmarks/real_tables.py`` and, with ``--data-dir``, the ADBench training splits
+clean-table generators of ``benchmarks/fdr.py`` (both tables of a run), the planted families of
+``benchmarks/main_job.py`` (planted and clean), the tables of ``benchmarks/real_tables.py`` and, with ``--data-dir``, the ADBench training splits
 in ``transductive`` and ``vanilla``.
 
 Usage::
