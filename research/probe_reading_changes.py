@@ -12,12 +12,13 @@ columns where the two readings differ and how many of its rows the first put bet
 table with none is scored as before.  Then the repeated keys (``nrad.preprocess``: a column named
 like a key, whole numbers, fewer than half distinct), listed as ``(column, "key")``.  Covers the
 clean-table generators of ``benchmarks/fdr.py`` (both tables of a run), the planted families of
-``benchmarks/main_job.py`` (planted and clean), the tables of ``benchmarks/real_tables.py`` and, with ``--data-dir``, the ADBench training splits
-in ``transductive`` and ``vanilla``.
+``benchmarks/main_job.py`` (planted and clean), the tables of ``benchmarks/real_tables.py``
+(``--real``) and, with ``--data-dir``, the ADBench training splits in ``transductive`` and
+``vanilla``.
 
 Usage::
 
-    python research/probe_reading_changes.py --rows 150,500,3000 --seeds 0-19 --data-dir DATA
+    python research/probe_reading_changes.py --rows 150,500,3000 --seeds 0-19 --real --data-dir DATA
 """
 
 from __future__ import annotations
