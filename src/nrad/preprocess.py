@@ -315,20 +315,8 @@ def is_identifier(col: pd.Series) -> bool:
 def _repeated_key(col: pd.Series) -> bool:
     """Named like a key, whole numbers (or text that reads as them) in every present cell, and at
     least ``REPEATED_KEY_SHARE`` of them distinct (see :data:`REPEATED_KEY_SHARE`)."""
-    if not _named_like_key(str(col.name)):
-        return False
-    present = col.dropna()
-    if len(present) < MIN_ID_ROWS:
-        return False
-    if not pd.api.types.is_numeric_dtype(present):
-        parsed, _ = _numeric_parse(present.astype("string"))
-        if parsed.isna().any():
-            return False
-        present = parsed
-    values = present.to_numpy(dtype=np.float64)
-    if not np.all(np.isfinite(values)) or not np.all(values == np.round(values)):
-        return False
-    return bool(np.unique(values).size >= REPEATED_KEY_SHARE * values.size)
+    values = _key_numbers(col)
+    return values is not None and bool(np.unique(values).size >= REPEATED_KEY_SHARE * values.size)
 
 
 def _grouping_key(col: pd.Series) -> bool:
@@ -337,20 +325,27 @@ def _grouping_key(col: pd.Series) -> bool:
     Read as a number, a subject's id is a position on an axis that means nothing: on a panel of
     133 migraine patients, 108 of 124 flags were named by the id of a patient far from the
     typical ids of its headache type."""
+    values = _key_numbers(col)
+    return values is not None and 1 < np.unique(values).size < REPEATED_KEY_SHARE * values.size
+
+
+def _key_numbers(col: pd.Series) -> np.ndarray | None:
+    """The present values of a column named like a key when they are whole numbers (or text that
+    reads as them), at least ``MIN_ID_ROWS`` of them; None otherwise."""
     if not _named_like_key(str(col.name)) or pd.api.types.is_bool_dtype(col):
-        return False
+        return None
     present = col.dropna()
-    if pd.api.types.is_numeric_dtype(present):
-        values = present.to_numpy(dtype=np.float64)
-    else:
+    if len(present) < MIN_ID_ROWS:
+        return None
+    if not pd.api.types.is_numeric_dtype(present):
         parsed, _ = _numeric_parse(present.astype("string"))
         if parsed.isna().any():
-            return False
-        values = parsed.to_numpy(dtype=np.float64)
-    whole = np.all(np.isfinite(values)) and np.all(values == np.round(values))
-    if len(values) < MIN_ID_ROWS or not whole:
-        return False
-    return 1 < np.unique(values).size < REPEATED_KEY_SHARE * values.size
+            return None
+        present = parsed
+    values = present.to_numpy(dtype=np.float64)
+    if not np.all(np.isfinite(values)) or not np.all(values == np.round(values)):
+        return None
+    return values
 
 
 def _grouping_plan(name: str, col: pd.Series) -> tuple[ColumnPlan | None, str, int]:
