@@ -1,6 +1,6 @@
 """Which tables hold a column whose steps rule (``nrad.cells.Walls.lattice_base``) read a lattice
-the column's values are not on, or a column of whole numbers named like a key that repeats (read
-as a category now, as a number before)?
+the column's values are not on, or a column of whole numbers named like a key that repeats, of
+many values (an identifier now, a number before)?
 
 The steps rule takes the lattice spacing the numeric model reads, which for a column with a spike
 comes from the values off the spike (speeds of 95, 110 and 140 beside a spike at 85: a step of 15).
@@ -9,8 +9,8 @@ looked only at the values that did: from a spike off the others' lattice it foun
 it, passed, and put every other value of the column between steps (p = 0).  The rule now asks that
 all but the few values ``lattice_spacing`` allows lie on the lattice.  This lists, per table, the
 columns where the two readings differ and how many of its rows the first put between steps; a
-table with none is scored as before.  Then the repeated keys (``nrad.preprocess``: a column named
-like a key, whole numbers, fewer than half distinct), listed as ``(column, "key")``.  Covers the
+table with none is scored as before.  Then the keys of many values (``nrad.preprocess.KEY_GROUPS``:
+named like a key, whole numbers, fewer than half distinct), listed as ``(column, "key")``.  Covers the
 clean-table generators of ``benchmarks/fdr.py`` (both tables of a run), the planted families of
 ``benchmarks/main_job.py`` (planted and clean), the tables of ``benchmarks/real_tables.py``
 (``--real``) and, with ``--data-dir``, the ADBench training splits in ``transductive`` and
@@ -38,7 +38,7 @@ import main_job  # noqa: E402  (the planted families)
 from nrad.bench.runner import parse_seeds  # noqa: E402
 from nrad.cells import LATTICE_RULE_LEVELS, MIN_CELL_VALUES, _lattice_base  # noqa: E402
 from nrad.numeric import lattice_spacing, off_lattice  # noqa: E402
-from nrad.preprocess import _grouping_key, encode, fit_schema  # noqa: E402
+from nrad.preprocess import REPEATED_KEY_SHARE, _repeated_key, encode, fit_schema  # noqa: E402
 
 
 def first_reading(x: np.ndarray, spacing: float) -> float:
@@ -51,11 +51,16 @@ def first_reading(x: np.ndarray, spacing: float) -> float:
     return base if np.allclose(np.diff(on), spacing, rtol=1e-6, atol=0.0) else np.nan
 
 
+def _new_key(col: pd.Series) -> bool:
+    """A key by its many values alone (``KEY_GROUPS``): fewer than half its values distinct."""
+    return _repeated_key(col) and col.nunique() < REPEATED_KEY_SHARE * col.notna().sum()
+
+
 def differing(frame: pd.DataFrame, drop: str | None = None) -> list[tuple[str, int | str]]:
     """(column, rows the first reading put between steps) where the two readings differ, then
     (column, "key") for each repeated key."""
     frame = frame.drop(columns=[drop]) if drop in frame else frame
-    keys: list[tuple[str, int | str]] = [(str(c), "key") for c in frame.columns if _grouping_key(frame[c])]
+    keys: list[tuple[str, int | str]] = [(str(c), "key") for c in frame.columns if _new_key(frame[c])]
     frame = frame.drop(columns=[c for c, _ in keys])
     schema = fit_schema(frame)
     enc = encode(schema, frame)

@@ -277,19 +277,19 @@ def test_a_key_that_repeats_is_an_identifier_and_names_no_row() -> None:
     assert no_unique.id_column is None
 
 
-def test_whole_numbers_named_like_a_key_that_repeat_are_a_category() -> None:
-    """A panel: 60 patients seen 25 times each, their id a whole number.  Read as a number, an id
-    is a place on an axis that means nothing (on a real panel 108 of 124 flags were named by it);
-    read as a category it is the group a row belongs to.  ``features`` keeps it a number."""
+def test_whole_numbers_named_like_a_key_of_many_values_are_an_identifier_however_often_they_repeat() -> None:
+    """A panel: 60 patients seen 25 times each, their id a whole number.  Read as a number, an id is
+    a place on an axis that means nothing (on a real panel 108 of 124 flags were named by it).
+    ``features`` keeps it a number; a key of few values (a site code) stays a feature."""
     rng = np.random.default_rng(4)
     patient = np.repeat(rng.choice(1000, 60, replace=False), 25)
-    df = pd.DataFrame({"id": patient, "age": (patient % 50 + 20), "pain": rng.normal(5, 1, patient.size).round(1)})
-    plan = fit_schema(df).columns[0]
-    assert plan.name == "id" and plan.kind == "categorical" and len(plan.levels) == 60
-    assert plan.note.startswith("id: whole numbers named like a key, 60 values over 1500 rows")
-    assert fit_schema(df.assign(id=df["id"].astype(str))).columns[0].kind == "categorical"  # as text too
+    df = pd.DataFrame({"id": patient, "age": (patient % 50 + 20), "pain": rng.normal(5, 1, patient.size).round(1),
+                       "site code": rng.choice([101, 202, 303, 404], patient.size)})  # fmt: skip
+    schema = fit_schema(df)
+    assert schema.identifiers == ["id"] and schema.names == ["age", "pain", "site code"]
+    assert fit_schema(df.assign(id=df["id"].astype(str))).identifiers == ["id"]  # as text too
     assert fit_schema(df, features=["id"]).columns[0].kind == "numeric"
-    assert fit_schema(df.rename(columns={"id": "dose"})).columns[0].kind == "numeric"
+    assert fit_schema(df.rename(columns={"id": "dose"})).identifiers == []
 
 
 def test_a_column_with_two_values_off_its_mode_is_a_category() -> None:

@@ -140,8 +140,7 @@ IgnoreOpt = Annotated[list[str] | None, typer.Option(help="Column to leave out (
 FeatureOpt = Annotated[
     list[str] | None,
     typer.Option(help="Column to keep as a feature although its values look like a key (all distinct "
-                 "integers or text; whole numbers in a column named like a key, such as customer_id, are "
-                 "otherwise read as a category); repeat for several."),
+                 "integers or text); repeat for several."),
 ]  # fmt: skip
 ResultsOnlyOpt = Annotated[
     bool,

@@ -75,6 +75,11 @@ KEY_COLLISIONS = 5.0
 #: patient's several samples) when at least this share of them are distinct: read as a measurement,
 #: a sample code of 95,719 among codes of a million made its row an outlier.
 REPEATED_KEY_SHARE = 0.5
+#: ... or when they take at least this many values, however often each repeats (a patient's id over
+#: 31 diary days, a child's over 4 yearly visits): read as a number, a patient whose id lay far from
+#: the ids typical of their headache type was flagged (108 of 124 flags of a panel of 133 patients
+#: named the id).  A key of fewer values (a site code of four sites) stays a feature.
+KEY_GROUPS = 30
 #: A numeric column has a spike (a point mass: 0 in most rows, a default value) at a value that
 #: holds at least this share of its present values ...
 SPIKE_SHARE = 0.5
@@ -253,10 +258,7 @@ def fit_schema(
         if detect_identifiers and name not in features and is_identifier(col):
             identifiers.append(str(name))
             continue
-        if detect_identifiers and name not in features and _grouping_key(col):
-            plan, reason, failures = _grouping_plan(str(name), col)
-        else:
-            plan, reason, failures = _plan_column(str(name), col)
+        plan, reason, failures = _plan_column(str(name), col)
         counts["parse_failures"] += failures
         if plan is None:
             dropped[str(name)] = reason
@@ -314,50 +316,23 @@ def is_identifier(col: pd.Series) -> bool:
 
 def _repeated_key(col: pd.Series) -> bool:
     """Named like a key, whole numbers (or text that reads as them) in every present cell, and at
-    least ``REPEATED_KEY_SHARE`` of them distinct (see :data:`REPEATED_KEY_SHARE`)."""
-    values = _key_numbers(col)
-    return values is not None and bool(np.unique(values).size >= REPEATED_KEY_SHARE * values.size)
-
-
-def _grouping_key(col: pd.Series) -> bool:
-    """Named like a key, whole numbers in every present cell, and repeated: fewer than
-    ``REPEATED_KEY_SHARE`` of them distinct (a subject's id over its 31 visits, a store's number).
-    Read as a number, a subject's id is a position on an axis that means nothing: on a panel of
-    133 migraine patients, 108 of 124 flags were named by the id of a patient far from the
-    typical ids of its headache type."""
-    values = _key_numbers(col)
-    return values is not None and 1 < np.unique(values).size < REPEATED_KEY_SHARE * values.size
-
-
-def _key_numbers(col: pd.Series) -> np.ndarray | None:
-    """The present values of a column named like a key when they are whole numbers (or text that
-    reads as them), at least ``MIN_ID_ROWS`` of them; None otherwise."""
-    if not _named_like_key(str(col.name)) or pd.api.types.is_bool_dtype(col):
-        return None
+    least ``REPEATED_KEY_SHARE`` of them distinct, or at least ``KEY_GROUPS`` values (see
+    :data:`REPEATED_KEY_SHARE`)."""
+    if not _named_like_key(str(col.name)):
+        return False
     present = col.dropna()
     if len(present) < MIN_ID_ROWS:
-        return None
+        return False
     if not pd.api.types.is_numeric_dtype(present):
         parsed, _ = _numeric_parse(present.astype("string"))
         if parsed.isna().any():
-            return None
+            return False
         present = parsed
     values = present.to_numpy(dtype=np.float64)
     if not np.all(np.isfinite(values)) or not np.all(values == np.round(values)):
-        return None
-    return values
-
-
-def _grouping_plan(name: str, col: pd.Series) -> tuple[ColumnPlan | None, str, int]:
-    """A repeated key's plan: a category whose levels are its values as written (see
-    :func:`_grouping_key`), with a note saying so."""
-    plan, reason, failures = _categorical_plan(name, _na_tokens_to_missing(col))
-    if plan is not None:
-        values, rows = col.nunique(), col.notna().sum()
-        plan.note = (f"{name}: whole numbers named like a key, {values} values over {rows} "
-                     "rows; read as a category (a group of rows such as a customer's), not a number. "
-                     "To read it as a number, name it with --feature")  # fmt: skip
-    return plan, reason, failures
+        return False
+    distinct = np.unique(values).size
+    return bool(distinct >= REPEATED_KEY_SHARE * values.size or distinct >= KEY_GROUPS)
 
 
 def _named_like_key(name: str) -> bool:

@@ -17,6 +17,7 @@ import pandas as pd
 
 from nrad.errors import NradError
 from nrad.flags import FlagRule
+from nrad.preprocess import KEY_GROUPS
 
 if TYPE_CHECKING:
     from nrad.table import TableModel
@@ -114,8 +115,8 @@ def notes_for(model: TableModel) -> list[str]:
     others = [c for c in model.info.get("identifiers", []) if c != model.id_column]
     if others:
         notes.append(f"left out as identifiers (keys, not measurements: a different value in every row, or "
-                     f"whole numbers named like a key, most of them distinct): {', '.join(others)}; "
-                     "give --feature NAME to keep one as a feature")  # fmt: skip
+                     f"whole numbers named like a key, most of them distinct or of {KEY_GROUPS} values or "
+                     f"more): {', '.join(others)}; give --feature NAME to keep one as a feature")  # fmt: skip
     notes += [c.note for c in model.schema.columns if c.note]
     notes += _segment_notes(model)
     return notes
