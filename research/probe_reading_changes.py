@@ -30,12 +30,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import fdr  # noqa: E402  (the clean-table generators)
-import main_job  # noqa: E402  (the planted families)
+from benchmark_tables import benchmark_tables, report, table_arguments  # noqa: E402
 
-from nrad.bench.runner import parse_seeds  # noqa: E402
 from nrad.cells import LATTICE_RULE_LEVELS, MIN_CELL_VALUES, _lattice_base  # noqa: E402
 from nrad.numeric import lattice_spacing, off_lattice  # noqa: E402
 from nrad.preprocess import REPEATED_KEY_SHARE, _repeated_key, encode, fit_schema  # noqa: E402
@@ -56,10 +54,9 @@ def _new_key(col: pd.Series) -> bool:
     return _repeated_key(col) and col.nunique() < REPEATED_KEY_SHARE * col.notna().sum()
 
 
-def differing(frame: pd.DataFrame, drop: str | None = None) -> list[tuple[str, int | str]]:
+def differing(frame: pd.DataFrame) -> list[tuple[str, int | str]]:
     """(column, rows the first reading put between steps) where the two readings differ, then
     (column, "key") for each repeated key."""
-    frame = frame.drop(columns=[drop]) if drop in frame else frame
     keys: list[tuple[str, int | str]] = [(str(c), "key") for c in frame.columns if _new_key(frame[c])]
     frame = frame.drop(columns=[c for c, _ in keys])
     schema = fit_schema(frame)
@@ -84,46 +81,11 @@ def differing(frame: pd.DataFrame, drop: str | None = None) -> list[tuple[str, i
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rows", default="150,500,3000")
-    parser.add_argument("--seeds", default="0-9", help="of the clean tables")
-    parser.add_argument("--main-seeds", default="0-4", help="of the planted families")
-    parser.add_argument("--bench-seeds", default="0-2", help="of the ADBench splits")
-    parser.add_argument("--data-dir", type=Path, default=None, help="ADBench .npz files")
-    parser.add_argument("--real", action="store_true", help="the tables of benchmarks/real_tables.py")
+    table_arguments(parser)
     args = parser.parse_args()
     print("(column, rows put between steps) of the columns whose steps rule the fix changes; (column, key)")
-    for name, make in fdr.NULLS.items():
-        for rows in (int(r) for r in args.rows.split(",")):
-            for seed in parse_seeds(args.seeds):
-                got = [differing(make(rows, 10_000 + seed)), differing(make(rows, 20_000 + seed))]
-                if any(got):
-                    print(f"  fdr {name} {rows} seed {seed}: scored {got[0]}, twin {got[1]}", flush=True)
-    for name, key in main_job.IDS.items():
-        for seed in parse_seeds(args.main_seeds):
-            got = [differing(main_job.make(name, 3000, 20, 1000 + seed).frame, key),
-                   differing(main_job.make(name, 3000, 0, 2000 + seed).frame, key)]  # fmt: skip
-            if any(got):
-                print(f"  main job {name} seed {seed}: planted {got[0]}, clean {got[1]}", flush=True)
-    if args.real:
-        import real_tables
-
-        for table in real_tables.TABLES:
-            got = differing(real_tables.load(table), "rownames")
-            if got:
-                print(f"  real table {table.name}: {got}", flush=True)
-    if args.data_dir is None:
-        return
-    from nrad.bench.datasets import dataset_paths, load_dataset
-    from nrad.bench.settings import make_split
-
-    for name, path in dataset_paths(args.data_dir).items():
-        data = load_dataset(path)
-        for setting in ("transductive", "vanilla"):
-            for seed in parse_seeds(args.bench_seeds):
-                X = make_split(data, setting, seed).X_train
-                got = differing(pd.DataFrame(X, columns=[f"x{i}" for i in range(X.shape[1])]))
-                if got:
-                    print(f"  adbench {name} {setting} seed {seed}: {got}", flush=True)
+    for label, tables in benchmark_tables(args):
+        report(label, {role: differing(frame) for role, frame in tables.items()})
 
 
 if __name__ == "__main__":
