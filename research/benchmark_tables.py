@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -44,10 +44,13 @@ def benchmark_tables(args: argparse.Namespace) -> Iterator[tuple[str, dict[str, 
                 }  # fmt: skip
     for name in main_job.IDS:
         for seed in parse_seeds(args.main_seeds):
-            yield f"main job {name} seed {seed}", {
-                "planted": main_job.make(name, 3000, 20, 1000 + seed).frame,
-                "clean": main_job.make(name, 3000, 0, 2000 + seed).frame,
-            }
+            yield (
+                f"main job {name} seed {seed}",
+                {
+                    "planted": main_job.make(name, 3000, 20, 1000 + seed).frame,
+                    "clean": main_job.make(name, 3000, 0, 2000 + seed).frame,
+                },
+            )
     if args.real:
         import real_tables
 
@@ -63,12 +66,23 @@ def benchmark_tables(args: argparse.Namespace) -> Iterator[tuple[str, dict[str, 
         for setting in ("transductive", "vanilla"):
             for seed in parse_seeds(args.bench_seeds):
                 X = make_split(data, setting, seed).X_train
-                yield f"adbench {name} {setting} seed {seed}", {
-                    "train": pd.DataFrame(X, columns=[f"x{i}" for i in range(X.shape[1])])
-                }
+                yield (
+                    f"adbench {name} {setting} seed {seed}",
+                    {"train": pd.DataFrame(X, columns=[f"x{i}" for i in range(X.shape[1])])},
+                )
 
 
 def report(label: str, got: dict[str, object]) -> None:
     """Print a table's findings per role when any role found something."""
     if any(got.values()):
         print(f"  {label}: " + ", ".join(f"{role} {found}" for role, found in got.items()), flush=True)
+
+
+def list_findings(doc: str, header: str, find: Callable[[pd.DataFrame], object]) -> None:
+    """A probe's command line: the tables chosen on it, and ``find``'s findings on each."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    table_arguments(parser)
+    args = parser.parse_args()
+    print(header)
+    for label, tables in benchmark_tables(args):
+        report(label, {role: find(frame) for role, frame in tables.items()})

@@ -23,7 +23,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -32,7 +31,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchmark_tables import benchmark_tables, report, table_arguments  # noqa: E402
+from benchmark_tables import list_findings  # noqa: E402
 
 from nrad.cells import LATTICE_RULE_LEVELS, MIN_CELL_VALUES, _lattice_base  # noqa: E402
 from nrad.numeric import lattice_spacing, off_lattice  # noqa: E402
@@ -79,13 +78,11 @@ def differing(frame: pd.DataFrame) -> list[tuple[str, int | str]]:
     return out + keys
 
 
+HEADER = "(column, rows put between steps) of the columns whose steps rule the fix changes; (column, key)"
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    table_arguments(parser)
-    args = parser.parse_args()
-    print("(column, rows put between steps) of the columns whose steps rule the fix changes; (column, key)")
-    for label, tables in benchmark_tables(args):
-        report(label, {role: differing(frame) for role, frame in tables.items()})
+    list_findings(__doc__, HEADER, differing)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchmark_tables import benchmark_tables, report, table_arguments  # noqa: E402
+from benchmark_tables import list_findings  # noqa: E402
 
 from nrad.preprocess import EDGE_SPIKE_SHARE, SPIKE_REST_LEVELS, SPIKE_SHARE, fit_schema  # noqa: E402
 
@@ -46,13 +45,11 @@ def refused(frame: pd.DataFrame) -> list[tuple[str, float]]:
     return out
 
 
+HEADER = "(column, spike share) of the columns whose spike the second-spike rule refuses"
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    table_arguments(parser)
-    args = parser.parse_args()
-    print("(column, spike share) of the columns whose spike the second-spike rule refuses")
-    for label, tables in benchmark_tables(args):
-        report(label, {role: refused(frame) for role, frame in tables.items()})
+    list_findings(__doc__, HEADER, refused)
 
 
 if __name__ == "__main__":
