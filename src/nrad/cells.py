@@ -45,7 +45,7 @@ import numpy as np
 
 from nrad.calibration import TailModel
 from nrad.categories import CategoryModel
-from nrad.numeric import LATTICE_MIN_LEVELS, OFF_LATTICE_SHARE, off_lattice
+from nrad.numeric import LATTICE_MIN_LEVELS, mostly_on_lattice, off_lattice
 
 #: A numeric column with fewer present values than this gets ranks only, no fitted tail.
 MIN_CELL_VALUES = 100
@@ -482,13 +482,12 @@ def _lattice_base(x: np.ndarray, spacing: float) -> float:
     if not spacing > 0 or len(seen) > LATTICE_RULE_LEVELS:
         return np.nan
     base = float(seen[np.argmax(counts)])  # the most common value lies on the lattice
-    off = off_lattice(seen, base, spacing)
-    on = seen[~off]
+    on = seen[~off_lattice(seen, base, spacing)]
     # The spacing is read from a spike's other values (speeds of 95, 110 and 140 beside a spike at
     # 85: a step of 15 that the spike is off).  A lattice that the values do not lie on, but for
     # the few ``lattice_spacing`` allows, is none: read from the spike alone, every other value
     # of such a column was "between the steps" and 3,442 of 4,654 rows of a real table got p = 0.
-    if int(counts[off].sum()) > max(1, int(OFF_LATTICE_SHARE * len(x))) or len(on) < LATTICE_MIN_LEVELS:
+    if not mostly_on_lattice(seen, counts, base, spacing) or len(on) < LATTICE_MIN_LEVELS:
         return np.nan
     return base if np.allclose(np.diff(on), spacing, rtol=1e-6, atol=0.0) else np.nan
 

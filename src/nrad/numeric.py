@@ -439,10 +439,16 @@ def lattice_spacing(x: np.ndarray, whole_numbers: bool = True) -> float:
         return h
     repeated = seen[counts > 1]
     h = _spacing(repeated, whole_numbers)
-    spare = max(1, int(OFF_LATTICE_SHARE * values.size))
-    if h > 0 and int(off_lattice(seen, float(repeated[0]), h).sum()) <= spare:
+    if h > 0 and mostly_on_lattice(seen, counts, float(repeated[0]), h):
         return h
     return 0.0
+
+
+def mostly_on_lattice(seen: np.ndarray, counts: np.ndarray, base: float, h: float) -> bool:
+    """Whether the values (distinct ``seen``, each held ``counts`` times) lie on the lattice
+    ``base + k h`` but for the few ``OFF_LATTICE_SHARE`` allows (at least one)."""
+    off = off_lattice(seen, base, h)
+    return int(counts[off].sum()) <= max(1, int(OFF_LATTICE_SHARE * counts.sum()))
 
 
 def _spacing(seen: np.ndarray, whole_numbers: bool) -> float:
