@@ -36,6 +36,17 @@ def test_category_p_values_are_the_mass_of_levels_no_more_probable() -> None:
     assert p[2] == pytest.approx(probs[4], rel=1e-6) and p[2] < 1e-3  # never seen: Good-Turing's chance
 
 
+def test_rows_read_left_out_are_not_the_rarest_of_equally_frequent_levels() -> None:
+    # 300 customers of 10 rows each and one seen once (a typo), read as the rows that trained
+    # the model: left out, a customer's own level has 9 rows where the others have 10, which must
+    # not make it the rarest level for each of its rows.
+    codes = np.r_[np.repeat(np.arange(300), 10), 300][:, None]
+    model = CategoryModel.fit(codes, [301])
+    p = category_p_values(model, codes, codes)[:, 0]
+    assert p[:-1].min() > 0.9
+    assert p[-1] < 1e-3
+
+
 def _wide(n: int, rng: np.random.Generator) -> pd.DataFrame:
     base = rng.normal(size=n)
     cols = {f"m{j}": base * (j % 3) + rng.normal(size=n) for j in range(40)}

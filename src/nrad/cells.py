@@ -611,7 +611,12 @@ def category_p_values(
         own_parent = None if leave_out is None or parent < 0 else np.repeat(leave_out[:, parent], k)
         probs = np.exp(model.log_term(j, candidates, parents, own, own_parent)).reshape(n, k)
         probs = probs / probs.sum(axis=1, keepdims=True)
-        mine = probs[np.arange(n), codes[:, j]]
+        # The levels are ordered by the counts every row was fitted with, the mass taken from the
+        # row's own (left-out) reading: left out, a row's level loses one count that levels as
+        # frequent keep, so ordered by the left-out reading each of 500 equally frequent levels
+        # would be the rarest for its own rows (p = 1/500 for every row, all flagged together).
+        order = probs if own is None else np.exp(model.log_term(j, candidates, parents)).reshape(n, k)
+        mine = order[np.arange(n), codes[:, j]]
         # A tolerance so that levels as probable as this one (ties) count as "at most as probable".
-        out[:, j] = np.minimum((probs * (probs <= mine[:, None] * (1 + 1e-9))).sum(axis=1), 1.0)
+        out[:, j] = np.minimum((probs * (order <= mine[:, None] * (1 + 1e-9))).sum(axis=1), 1.0)
     return out
