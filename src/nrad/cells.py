@@ -50,7 +50,11 @@ from nrad.numeric import LATTICE_MIN_LEVELS, mostly_on_lattice, off_lattice
 #: A numeric column with fewer present values than this gets ranks only, no fitted tail.
 MIN_CELL_VALUES = 100
 #: When the cells may hold the anomalies scored (a table scored against itself), each side's fit
-#: leaves out its top 1% of the rows: a few gross values per column.
+#: leaves out its top 1% of the rows: a few gross values per column.  Not the values of a column of
+#: two (spread over the gap between them to be fitted): each is held by many rows (else the column is
+#: read as a category, nrad.preprocess.RARE_FLAG_SHARE), and a cut through the top one's spread
+#: would leave its own rows beyond a tail fitted to the rest: every 1 of a flag that 1.5% of the rows
+#: hold was called impossible.  Their residuals given the row are trimmed as any.
 CELL_TRIM = (0.01, 0.01)
 #: A cell's tails may be heavier than a row's log-density (results/FDR.md lists the shapes fitted
 #: on clean tables): the largest shape their fits may take.  Not more for residuals (read as a
@@ -136,17 +140,20 @@ class NumericCellTests:
         values: np.ndarray,
         columns: np.ndarray,
         trim: tuple[float, float] | None = None,
+        levels: np.ndarray | None = None,
     ) -> NumericCellTests:
         """From (n, p) out-of-fold residuals of the training rows, their (n, p) values in context
         and their (n, p) values as the columns hold them, shaped (NaN where the cell is absent);
-        ``trim``: see :meth:`nrad.calibration.TailModel.fit`."""
+        ``trim``: see :meth:`nrad.calibration.TailModel.fit`.  ``levels`` (p, bool): the columns
+        of two values, spread over the gap between them (:func:`nrad.gaussian.spread_levels`),
+        whose values are tested untrimmed (see :data:`CELL_TRIM`)."""
         # A residual's surprise is exponential where the model holds: its tail takes the posterior
         # mean shape, not the average of the shapes' p-values (see TailModel.fit).
         upper, lower = _side_tails(
             residuals, _surprise, trim, CELL_MAX_SHAPE, RESIDUAL_MIN_SCALE, mean_shape=True
         )
-        value_upper, value_lower = _side_tails(values, np.asarray, trim, CELL_MAX_SHAPE)
-        column_upper, column_lower = _side_tails(columns, np.asarray, trim, CELL_MAX_SHAPE)
+        value_upper, value_lower = _side_tails(values, np.asarray, trim, CELL_MAX_SHAPE, untrimmed=levels)
+        column_upper, column_lower = _side_tails(columns, np.asarray, trim, CELL_MAX_SHAPE, untrimmed=levels)
         return cls(upper, lower, value_upper, value_lower, column_upper, column_lower)
 
     @property
@@ -310,9 +317,11 @@ def _side_tails(
     max_shape: float,
     min_scale: float = 0.0,
     mean_shape: bool = False,
+    untrimmed: np.ndarray | None = None,
 ) -> tuple[list[TailModel], list[TailModel]]:
     """Per column of ``stats``, the tails of ``statistic(t)`` (upper side) and ``statistic(-t)``;
-    ``mean_shape``: see :meth:`nrad.calibration.TailModel.fit`."""
+    ``mean_shape``: see :meth:`nrad.calibration.TailModel.fit`; ``untrimmed`` (bool per column):
+    the columns fitted without ``trim``."""
     upper, lower = [], []
     for j in range(stats.shape[1]):
         seen = stats[:, j][np.isfinite(stats[:, j])]
@@ -324,8 +333,9 @@ def _side_tails(
             upper.append(_ranks_only(high))
             lower.append(_ranks_only(low))
             continue
-        upper.append(TailModel.fit(high, trim, max_shape, min_scale, mean_shape))
-        lower.append(TailModel.fit(low, trim, max_shape, min_scale, mean_shape))
+        side_trim = None if untrimmed is not None and untrimmed[j] else trim
+        upper.append(TailModel.fit(high, side_trim, max_shape, min_scale, mean_shape))
+        lower.append(TailModel.fit(low, side_trim, max_shape, min_scale, mean_shape))
     return upper, lower
 
 

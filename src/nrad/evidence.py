@@ -90,13 +90,15 @@ class ChannelTails:
         small: bool = False,
         apart: bool = False,
         cell_tests: NumericCellTests | None = None,
+        levels: np.ndarray | None = None,
     ) -> ChannelTails:
         """From the training rows' out-of-fold statistics (None: no such channel).  ``cluster``:
         in sample, the distance's tail may leave out a tight cluster standing apart (False: only
         the top scores are left out, as a row score's).  ``small``: the statistics are a small
         table's (its flows learned from a few hundred rows).  ``apart``: a tight cluster of rows,
         no segment, stands apart in the robust distance.  ``cell_tests``: the cells' tests,
-        already fitted to ``residuals``, ``values`` and ``columns`` as this fit would."""
+        already fitted to ``residuals``, ``values`` and ``columns`` as this fit would; ``levels``:
+        the numeric columns of two values (see :meth:`NumericCellTests.fit`)."""
         light = in_sample and apart and not small
         trim = (lambda share: share) if in_sample else (lambda share: None)  # noqa: E731
         return cls(
@@ -109,7 +111,7 @@ class ChannelTails:
             else TailModel.fit(distances, trim(DISTANCE_TRIM if cluster else SCORE_TRIM), CELL_MAX_SHAPE),
             cell_tests
             if cell_tests is not None or residuals is None or values is None or columns is None
-            else NumericCellTests.fit(residuals, values, columns, trim(CELL_TRIM)),
+            else NumericCellTests.fit(residuals, values, columns, trim(CELL_TRIM), levels),
         )
 
     def row_log_p_values(

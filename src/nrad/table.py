@@ -546,6 +546,40 @@ class TableModel:
         ]
 
 
+#: The width, as a share of the gap between its values, over which a column of two values is spread
+#: for the flows to learn.
+LEVEL_SPREAD = 0.25
+
+
+def _levels_narrowed(
+    model: TableModel,
+    z: np.ndarray,
+    y: np.ndarray,
+    absent: np.ndarray,
+    codes: np.ndarray,
+    two_valued: np.ndarray,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """``z`` with each column of two values spread narrowly about them (``LEVEL_SPREAD`` of the gap
+    between them), for the flows to learn.
+
+    Learned as two points, each level's density is a peak as sharp as the flow makes it, the
+    common level's the sharper: the rare level of a flag that 1.5% of the rows hold cost 11 nats
+    more than the common one, where its share says 4, and a table scored against itself left its
+    rows out of the density's tail and flagged them all.  Spread narrowly, each level is a bump
+    of its share's mass, and the two stay apart (spread over the whole gap, a flag told the flows
+    nothing: benchmark tables of binary features lost AUROC).
+    """
+    if not two_valued.any():
+        return z
+    noise = np.zeros_like(y)
+    for j in np.flatnonzero(two_valued):
+        seen = np.unique(y[np.isfinite(y[:, j]), j])
+        noise[:, j] = rng.uniform(-0.5, 0.5, len(y)) * LEVEL_SPREAD * (seen[-1] - seen[0])
+    moved = model.numeric_z(y + noise, codes)[0] - absent
+    return z + np.nan_to_num(moved)
+
+
 @on_one_blas_thread
 def fit_table(
     df: pd.DataFrame,
@@ -603,7 +637,7 @@ def fit_table(
     n_folds = cross_fit_folds(len(features))
     model.folds = rng.permutation(len(features)) % n_folds
     prep = Prepared(numeric.shape(enc.numeric), codes, enc.counts, enc.missing)
-    distances, spread, segment, batch, own_cell_tests = None, None, False, False, None
+    distances, spread, segment, batch, own_cell_tests, two_valued = None, None, False, False, None, None
     if enc.numeric.shape[1]:
         # Dequantized values (integers spread over their unit cell) train the flows; scoring
         # reads the values as they are.  Absent cells are filled with random observed values
@@ -685,7 +719,7 @@ def fit_table(
         # A level most of whose rows hold a value the column's tails leave out is a segment of
         # the table (backups to one server): those cells calibrate no tail and are not tested,
         # and its rows train the flows and the other members (their far values are the level's).
-        first = NumericCellTests.fit(residuals, values, spread, CELL_TRIM)
+        first = NumericCellTests.fit(residuals, values, spread, CELL_TRIM, two_valued)
         left_out = first.left_out(residuals, values, spread)
         model.cell_segments = CellSegments.find(left_out, enc.codes)
         if model.cell_segments is not None:
@@ -705,7 +739,7 @@ def fit_table(
             flows = [NRDE(random_state=random_state + k, verbose=verbose, **params) for k in range(n_folds)]
             # Each flow is stopped early on the fold it does not see (the rows it will score): all
             # other rows train it, and a small table still gets a held-out set to stop on.
-            u = model.flow_input(z)
+            u = model.flow_input(_levels_narrowed(model, z, y, absent, codes, two_valued, rng))
             train = [u[(model.folds != k) & inside] for k in range(n_folds)]
             held = [u[(model.folds == k) & inside] for k in range(n_folds)]
             model.detectors = fit_together(flows, train, validation=held)
@@ -745,6 +779,7 @@ def fit_table(
         small=len(features) < FOLD_BANDS[0][0],
         apart=batch,
         cell_tests=own_cell_tests,
+        levels=two_valued,
     )
     info.update(n_train_rows=len(features), preprocess_counts={**schema.counts, **enc.counts})
     return model
