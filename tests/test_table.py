@@ -87,6 +87,22 @@ def test_explain_modes(model: TableModel) -> None:
     assert (every["top_features"] != "").sum() > chosen.sum()
 
 
+def test_many_rows_are_explained_in_chunks_with_a_line_after_each(
+    model: TableModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    df = frame(300, 6, bad=8)
+    whole, _ = model.score(df, fdr=0.1)
+    monkeypatch.setattr("nrad.table.EXPLAIN_CHUNK", 4)
+    said: list[str] = []
+    chunked, _ = model.score(df, fdr=0.1, progress=said.append)
+    explained = int((whole["top_features"] != "").sum())
+    assert explained > 8
+    pd.testing.assert_frame_equal(chunked, whole)
+    assert said[0] == f"explaining {explained} rows"
+    assert said[-1] == f"explained {explained} of {explained} rows"
+    assert len(said) == 1 + -(-explained // 4)
+
+
 def test_in_sample_scores_each_row_by_flows_that_did_not_see_it(model: TableModel) -> None:
     df = frame(1500, 0)
     own, _ = model.score_rows(df, in_sample=True)

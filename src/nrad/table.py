@@ -473,6 +473,7 @@ class TableModel:
         in_sample: bool = False,
         with_input: bool = False,
         rule: FlagRule | None = None,
+        progress: Progress | None = None,
     ) -> tuple[pd.DataFrame, dict[str, int]]:
         """Score every row and flag (BH at ``fdr``, default 0.05, or the top ``contamination`` share;
         or by a ``rule`` already made, :class:`nrad.flags.FlagRule`).
@@ -482,7 +483,8 @@ class TableModel:
         ``explain``: ``"flagged"`` (default) explains the flagged rows and the
         ``EXPLAIN_TOP`` rows with the strongest evidence (others get empty
         strings), ``"all"`` every row, ``"none"`` leaves the explanation
-        columns out.  ``in_sample``: ``df`` is the table the model was fitted on.
+        columns out.  ``in_sample``: ``df`` is the table the model was fitted on.  ``progress``:
+        told how the explanations go when there are many to write.
         """
         rule = FlagRule.of(fdr, contamination) if rule is None else rule
         check_explain(explain)
@@ -494,11 +496,32 @@ class TableModel:
         out.insert(out.columns.get_loc("p_value") + 1, "flagged", rule.flags(out[rule.column].to_numpy()))
         if explain == "flagged":
             rows = rows_to_explain(out["flagged"].to_numpy(), strongest_first(out)[:EXPLAIN_TOP])
-            top, reason = describe(self, df, what=what, in_sample=in_sample, rows=rows)
+            top, reason = self._explained(df, rows, what, in_sample, progress or (lambda _: None))
             out["top_features"], out["reason"] = "", ""
             out.loc[rows, "top_features"], out.loc[rows, "reason"] = top, reason
         # The input's own index, so that df.join(scored) lines the rows up.
         return out.set_axis(df.index), counts
+
+    def _explained(
+        self, df: pd.DataFrame, rows: np.ndarray, what: str, in_sample: bool, progress: Progress
+    ) -> tuple[list[str], list[str]]:
+        """:func:`nrad.explain.describe` of the positions ``rows`` of ``df``, ``EXPLAIN_CHUNK`` rows
+        at a time with a progress line after each when there are more: thousands of flagged rows
+        of a wide table take minutes to explain, and a user is owed word that the run is alive."""
+        if len(rows) <= EXPLAIN_CHUNK:
+            return describe(self, df, what=what, in_sample=in_sample, rows=rows)
+        prep = self.prepare(df, what)
+        top: list[str] = []
+        reason: list[str] = []
+        progress(f"explaining {len(rows):,} rows")
+        for start in range(0, len(rows), EXPLAIN_CHUNK):
+            chunk_top, chunk_reason = describe(
+                self, df, prep, what, in_sample, rows[start : start + EXPLAIN_CHUNK]
+            )
+            top += chunk_top
+            reason += chunk_reason
+            progress(f"explained {min(start + EXPLAIN_CHUNK, len(rows)):,} of {len(rows):,} rows")
+        return top, reason
 
     def require_p_values(self, rule: FlagRule) -> None:
         """Refuse a rule that needs p-values when the model has none (it had no calibration rows)."""
@@ -545,6 +568,9 @@ class TableModel:
             {"name": c.name, "handling": column_handling(self, i)} for i, c in enumerate(self.schema.columns)
         ]
 
+
+#: Flagged rows explained at a time, with a progress line after each chunk when there are more.
+EXPLAIN_CHUNK = 500
 
 #: The width, as a share of the gap between its values, over which a column of two values is spread
 #: for the flows to learn.

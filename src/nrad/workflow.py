@@ -152,7 +152,9 @@ def score_data(
     if unread:
         notes = [*notes, f"columns the model was not trained on, left out: {', '.join(unread)}"]
     progress(f"scoring {len(df)} rows")
-    scored, counts = model.score(df, rule=rule, explain=explain, what=str(data), in_sample=in_sample)
+    scored, counts = model.score(
+        df, rule=rule, explain=explain, what=str(data), in_sample=in_sample, progress=progress
+    )
     notes = [*notes, *notes_for(model)]
     if "p_value" in scored:
         n_flagged = int(scored["flagged"].sum())
