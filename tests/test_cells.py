@@ -456,15 +456,3 @@ def test_the_values_of_a_two_valued_column_are_not_trimmed_in_sample() -> None:
     assert levels.p_values(residuals, ones, ones)[:, 0].min() > 0.01
     assert NumericCellTests.fit(*stats, trim).p_values(residuals, ones, ones)[:, 0].max() < 0.005
 
-
-def test_a_flag_that_many_rows_hold_flags_none_of_them_in_sample() -> None:
-    # As the test above, in a table: every row holding a 1 was flagged.
-    rng = np.random.default_rng(0)
-    n = 5000
-    a = rng.normal(size=n)
-    df = pd.DataFrame({"a": a, "b": a + rng.normal(size=n), "c": rng.gamma(2, size=n),
-                       "flag": (rng.random(n) < 0.015).astype(int), "g": rng.choice(["x", "y", "z"], n)})  # fmt: skip
-    model = fit_table(df, random_state=0, max_epochs=20)
-    assert {c.name: c.kind for c in model.schema.columns}["flag"] == "numeric"
-    scored, _ = model.score(df, fdr=0.1, in_sample=True)
-    assert scored.loc[df["flag"] == 1, "flagged"].sum() == 0

@@ -109,6 +109,8 @@ PURE_SOURCES = "all"
 #: :mod:`nrad.fusion`; the default), or the density alone (NRDE's flows with the category model).
 DETECTORS = ("fused", "nrde")
 Progress = Callable[[str], None]
+#: Flagged rows explained at a time, with a progress line after each chunk when there are more.
+EXPLAIN_CHUNK = 500
 
 
 @dataclass
@@ -569,43 +571,6 @@ class TableModel:
         ]
 
 
-#: Flagged rows explained at a time, with a progress line after each chunk when there are more.
-EXPLAIN_CHUNK = 500
-
-#: The width, as a share of the gap between its values, over which a column of two values is spread
-#: for the flows to learn.
-LEVEL_SPREAD = 0.25
-
-
-def _levels_narrowed(
-    model: TableModel,
-    z: np.ndarray,
-    y: np.ndarray,
-    absent: np.ndarray,
-    codes: np.ndarray,
-    two_valued: np.ndarray,
-    rng: np.random.Generator,
-) -> np.ndarray:
-    """``z`` with each column of two values spread narrowly about them (``LEVEL_SPREAD`` of the gap
-    between them), for the flows to learn.
-
-    Learned as two points, each level's density is a peak as sharp as the flow makes it, the
-    common level's the sharper: the rare level of a flag that 1.5% of the rows hold cost 11 nats
-    more than the common one, where its share says 4, and a table scored against itself left its
-    rows out of the density's tail and flagged them all.  Spread narrowly, each level is a bump
-    of its share's mass, and the two stay apart (spread over the whole gap, a flag told the flows
-    nothing: benchmark tables of binary features lost AUROC).
-    """
-    if not two_valued.any():
-        return z
-    noise = np.zeros_like(y)
-    for j in np.flatnonzero(two_valued):
-        seen = np.unique(y[np.isfinite(y[:, j]), j])
-        noise[:, j] = rng.uniform(-0.5, 0.5, len(y)) * LEVEL_SPREAD * (seen[-1] - seen[0])
-    moved = model.numeric_z(y + noise, codes)[0] - absent
-    return z + np.nan_to_num(moved)
-
-
 @on_one_blas_thread
 def fit_table(
     df: pd.DataFrame,
@@ -765,7 +730,7 @@ def fit_table(
             flows = [NRDE(random_state=random_state + k, verbose=verbose, **params) for k in range(n_folds)]
             # Each flow is stopped early on the fold it does not see (the rows it will score): all
             # other rows train it, and a small table still gets a held-out set to stop on.
-            u = model.flow_input(_levels_narrowed(model, z, y, absent, codes, two_valued, rng))
+            u = model.flow_input(z)
             train = [u[(model.folds != k) & inside] for k in range(n_folds)]
             held = [u[(model.folds == k) & inside] for k in range(n_folds)]
             model.detectors = fit_together(flows, train, validation=held)
