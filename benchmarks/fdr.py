@@ -364,8 +364,9 @@ def _qq(folder: Path, png: Path) -> list[str]:
     if not by_mode:
         return []
     lines = ["## Pooled p-values of clean tables", "",
-             f"Every row of every clean run, pooled (`--dump` folder): the share of p-values at or below t "
-             f"must be at most t. QQ plot: {png.name}.", ""]  # fmt: skip
+             f"Every row of every clean run in the `--dump` folder, pooled by mode (a mode without "
+             f"dumps is left out): the share of p-values at or below t must be at most t. "
+             f"QQ plot: {png.name}.", ""]  # fmt: skip
     levels = (1e-5, 1e-4, 1e-3, 1e-2, 0.1, 0.5)
     table = []
     fig, ax = plt.subplots(figsize=(5.5, 5))
