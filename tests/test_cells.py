@@ -438,7 +438,6 @@ def test_a_flag_common_in_one_level_and_rare_in_others_flags_no_row() -> None:
     assert len(flagged) <= 3, df.iloc[flagged]
 
 
-
 def test_the_values_of_a_two_valued_column_are_not_trimmed_in_sample() -> None:
     # A 0/1 column whose 1 holds 1.5% of 5,000 rows, spread over the gap between its values to be
     # fitted (as nrad.table.fit_table does).  Trimmed at the top 1% as any column's tails are in
@@ -455,4 +454,3 @@ def test_the_values_of_a_two_valued_column_are_not_trimmed_in_sample() -> None:
     levels = NumericCellTests.fit(*stats, trim, levels=np.array([True, False]))
     assert levels.p_values(residuals, ones, ones)[:, 0].min() > 0.01
     assert NumericCellTests.fit(*stats, trim).p_values(residuals, ones, ones)[:, 0].max() < 0.005
-
