@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from nrad.categories import CategoryModel
-from nrad.cells import NumericCellTests, category_p_values
+from nrad.cells import CELL_TRIM, NumericCellTests, category_p_values
 from nrad.explain import first_feature
 from nrad.model_file import model_from_bytes, model_to_bytes
 from nrad.results import notes_for
@@ -448,9 +448,8 @@ def test_the_values_of_a_two_valued_column_are_not_trimmed_in_sample() -> None:
     flag = (rng.random(5000) < 0.015).astype(float)
     spread = flag + rng.uniform(-0.5, 0.5, flag.size)
     stats = [np.column_stack([x, rng.normal(size=flag.size)]) for x in (spread, spread, spread)]
-    trim = (0.01, 0.01)
     ones = np.column_stack([np.ones(3), np.zeros(3)])
     residuals = np.zeros((3, 2))
-    levels = NumericCellTests.fit(*stats, trim, levels=np.array([True, False]))
+    levels = NumericCellTests.fit(*stats, CELL_TRIM, levels=np.array([True, False]))
     assert levels.p_values(residuals, ones, ones)[:, 0].min() > 0.01
-    assert NumericCellTests.fit(*stats, trim).p_values(residuals, ones, ones)[:, 0].max() < 0.005
+    assert NumericCellTests.fit(*stats, CELL_TRIM).p_values(residuals, ones, ones)[:, 0].max() < 0.005
