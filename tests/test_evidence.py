@@ -82,6 +82,42 @@ def test_density_tail_in_sample_is_light_only_where_a_cluster_stands_apart() -> 
         assert heavy.density.p_values(far)[0] > apart.density.p_values(far)[0]
 
 
+def test_in_sample_row_tails_read_a_level_they_would_leave_out_against_its_own_rows() -> None:
+    # A 0/1 flag that 1.5% of 3,000 rows hold, charged 10 nats by the density: the tail fitted
+    # without its top 2% calls every one of its rows an outlier.  With the flag among the strata,
+    # its rows are read against each other (shifted by their median's distance from the rest), and
+    # a wild row is still far out; a broken batch, 20 rows of a level of 1,500, is not shifted.
+    rng = np.random.default_rng(0)
+    n = 3000
+    flag = np.zeros(n, dtype=np.int64)
+    flag[rng.choice(n, 45, replace=False)] = 1
+    line = (np.arange(n) % 2).astype(np.int64)
+    density = rng.exponential(size=n) + 10.0 * flag
+    wild = int(np.flatnonzero(flag == 0)[0])
+    density[wild] = 40.0
+    scores = rng.gumbel(size=n)
+    strata = np.column_stack([flag, line])
+
+    plain = ChannelTails.fit(scores, density, None, None, None, None, in_sample=True)
+    read = ChannelTails.fit(scores, density, None, None, None, None, in_sample=True, strata=strata)
+    ones = flag == 1
+    plain_p = plain.row_log_p_values(scores, density, None)[:, 1]
+    read_p = read.row_log_p_values(scores, density, None)[:, 1]
+    # Benjamini-Hochberg at 0.1 flags k rows whose p-values are at most 0.1 k / n.
+    assert np.median(plain_p[ones]) < np.log(0.1 * ones.sum() / n)
+    assert np.median(read_p[ones]) > np.log(0.05)
+    assert read.density_shift is not None and read.row_shift is None
+    assert np.all(read.density_shift[~ones] == 0)
+    assert read_p[wild] < np.log(1e-6)
+
+    batch = np.flatnonzero(line == 1)[:20]
+    density = rng.exponential(size=n)
+    density[batch] += 10.0
+    batched = ChannelTails.fit(scores, density, None, None, None, None, in_sample=True, strata=strata)
+    assert batched.density_shift is None
+    assert np.all(batched.row_log_p_values(scores, density, None)[batch, 1] < np.log(0.1 * len(batch) / n))
+
+
 def test_tails_round_trip_through_their_state() -> None:
     rng = np.random.default_rng(1)
     n, p = 2000, 3

@@ -33,6 +33,7 @@ from nrad.cells import (
     DECISIVE,
     NumericCellTests,
     category_p_values,
+    levels_mostly_held,
 )
 from nrad.encoding import Prepared
 from nrad.preprocess import WEEKDAYS
@@ -69,12 +70,21 @@ class ChannelTails:
     more (``apart``): a broken batch that the density ranks at its top but
     not far beyond the rest would be put back into a heavier tail and go
     unflagged, while with the light bound it is flagged.
+
+    In sample, a level most of whose rows the anomaly score's or the
+    density's tail leaves out is read against its own rows
+    (:func:`level_shifts`): a flag that 1.5% of the rows hold, which the flows
+    learn as two points and charge ten nats more than its share says.
     """
 
     row: TailModel
     density: TailModel | None
     distance: TailModel | None
     cells: NumericCellTests | None
+    #: In sample only (never saved): what each training row's anomaly score and density score
+    #: lose before their tails read them (:func:`level_shifts`; None: nothing).
+    row_shift: np.ndarray | None = None
+    density_shift: np.ndarray | None = None
 
     @classmethod
     def fit(
@@ -91,6 +101,7 @@ class ChannelTails:
         apart: bool = False,
         cell_tests: NumericCellTests | None = None,
         levels: np.ndarray | None = None,
+        strata: np.ndarray | None = None,
     ) -> ChannelTails:
         """From the training rows' out-of-fold statistics (None: no such channel).  ``cluster``:
         in sample, the distance's tail may leave out a tight cluster standing apart (False: only
@@ -98,29 +109,37 @@ class ChannelTails:
         table's (its flows learned from a few hundred rows).  ``apart``: a tight cluster of rows,
         no segment, stands apart in the robust distance.  ``cell_tests``: the cells' tests,
         already fitted to ``residuals``, ``values`` and ``columns`` as this fit would; ``levels``:
-        the numeric columns of two values (see :meth:`NumericCellTests.fit`)."""
+        the numeric columns of two values (see :meth:`NumericCellTests.fit`).  ``strata``: in
+        sample, the rows' levels (n, columns; -1 none) that a row score's tail reads apart when it
+        leaves most of a level's rows out (:func:`level_shifts`)."""
         light = in_sample and apart and not small
         trim = (lambda share: share) if in_sample else (lambda share: None)  # noqa: E731
-        return cls(
-            TailModel.fit(scores, trim(SCORE_TRIM)),
-            None
+        row, row_shift = _stratified(scores, trim(SCORE_TRIM), MAX_SHAPE, strata)
+        density_tail, density_shift = (
+            (None, None)
             if density is None
-            else TailModel.fit(density, trim(SCORE_TRIM), DENSITY_MAX_SHAPE if light else MAX_SHAPE),
+            else _stratified(density, trim(SCORE_TRIM), DENSITY_MAX_SHAPE if light else MAX_SHAPE, strata)
+        )
+        return cls(
+            row,
+            density_tail,
             None
             if distances is None
             else TailModel.fit(distances, trim(DISTANCE_TRIM if cluster else SCORE_TRIM), CELL_MAX_SHAPE),
             cell_tests
             if cell_tests is not None or residuals is None or values is None or columns is None
             else NumericCellTests.fit(residuals, values, columns, trim(CELL_TRIM), levels),
+            row_shift,
+            density_shift,
         )
 
     def row_log_p_values(
         self, scores: np.ndarray, density: np.ndarray | None, distance: np.ndarray | None
     ) -> np.ndarray:
         """(n, row-level channels) log p-values: the anomaly score, the density, the distance."""
-        out = [self.row.log_p_values(scores)]
+        out = [self.row.log_p_values(_less(scores, self.row_shift))]
         if self.density is not None and density is not None:
-            out.append(self.density.log_p_values(density))
+            out.append(self.density.log_p_values(_less(density, self.density_shift)))
         if self.distance is not None and distance is not None:
             # The robust distance on its own too: a cluster of bad rows that the other members
             # learn as normal stands apart here, and its gap survives (nrad.calibration.gap_trim).
@@ -149,6 +168,59 @@ class ChannelTails:
             NumericCellTests.from_state(meta["cells"], arrays, "tails.cells.") if "cells" in meta else None
         )
         return cls(row, tail("density"), tail("distance"), cells)
+
+
+def _stratified(
+    scores: np.ndarray, trim: tuple[float, float] | None, max_shape: float, strata: np.ndarray | None
+) -> tuple[TailModel, np.ndarray | None]:
+    """The tail of a row score, fitted with ``trim``, and what each row's score loses first (None:
+    nothing) when the fit leaves most of a level's rows out (:func:`level_shifts`)."""
+    tail = TailModel.fit(scores, trim, max_shape)
+    if trim is None or strata is None or not tail.n_trimmed:
+        return tail, None
+    shift = level_shifts(scores, tail.n_trimmed, strata)
+    if shift is None:
+        return tail, None
+    return TailModel.fit(scores - shift, trim, max_shape), shift
+
+
+def level_shifts(scores: np.ndarray, n_trimmed: int, strata: np.ndarray) -> np.ndarray | None:
+    """What each row's score loses before an in-sample tail reads it: for the rows of a level most
+    of whose rows that tail left out (its top ``n_trimmed`` scores), their level's median score
+    less the other rows' (None: no such level).
+
+    A level of ``SEGMENT_MIN_ROWS`` or more rows, ``SEGMENT_SHARE`` of them
+    among the scores a table's own tail leaves out, is the table's trait, as
+    a cell segment is (:class:`nrad.cells.CellSegments`): the flows learn a
+    0/1 flag that 1.5% of the rows hold as two points and charge its rare one
+    ten nats more than its share says, and the tail fitted without those rows
+    called every one of them an outlier.  A level's rows are read against
+    each other instead: shifted by their median's distance from the other
+    rows', a row of theirs that stands out among them is still left out.  A
+    broken batch is a small part of its levels' rows and is not shifted.
+    ``strata``: (n, columns) level codes, -1 where a row has none.
+    """
+    order = np.argsort(scores, kind="stable")
+    left_out = np.zeros(len(scores), dtype=bool)
+    left_out[order[len(scores) - n_trimmed :]] = True
+    shift = np.zeros(len(scores))
+    for column in strata.T:
+        for code in levels_mostly_held(left_out, column):
+            rows = column == code
+            if code < 0 or rows.all():
+                continue
+            gap = float(np.median(scores[rows]) - np.median(scores[~rows]))
+            shift[rows] = np.maximum(shift[rows], gap)
+    return shift if shift.any() else None
+
+
+def _less(scores: np.ndarray, shift: np.ndarray | None) -> np.ndarray:
+    """``scores`` less ``shift`` (an in-sample tail's; None: as they are)."""
+    if shift is None:
+        return scores
+    if len(shift) != len(scores):
+        raise ValueError(f"in-sample scores of {len(scores)} rows for a tail fitted on {len(shift)}")
+    return scores - shift
 
 
 def row_p_values(

@@ -771,9 +771,21 @@ def fit_table(
         apart=batch,
         cell_tests=own_cell_tests,
         levels=two_valued,
+        strata=_strata(codes, enc.numeric, two_valued),
     )
     info.update(n_train_rows=len(features), preprocess_counts={**schema.counts, **enc.counts})
     return model
+
+
+def _strata(codes: np.ndarray, numeric: np.ndarray, two_valued: np.ndarray | None) -> np.ndarray:
+    """The levels a table's own row tails may read apart (nrad.evidence.level_shifts): its
+    categorical features' and indicators' codes, and the values of its numeric columns of two values
+    (``two_valued``; a flag that 1.5% of the rows hold is a number, not a category), -1 where absent."""
+    if two_valued is None or not two_valued.any():
+        return codes
+    flags = numeric[:, two_valued]
+    values = np.where(np.isnan(flags), -1, (flags == np.nanmax(flags, axis=0)).astype(np.int64))
+    return np.hstack([codes, values])
 
 
 def cross_fit_folds(n_rows: int) -> int:
