@@ -121,17 +121,20 @@ def wide(n: int, seed: int) -> pd.DataFrame:
     cols["year_d"] = np.where(rng.random(n) < 0.7, base_year, base_year + rng.integers(1, 30, n))
     for j in range(4):
         cols[f"score{j}"] = np.clip(np.round(5 + 1.5 * factors[:, j] + rng.normal(0, 1, n)), 1, 10)
-    groups = []
+    groups, sizes = [], []
     for j in range(20):
         k = int(world.integers(2, 25))
         if j % 4 == 3 and groups:  # follows an earlier category
             parent = groups[-1]
-            mapping = world.integers(0, k, size=int(parent.max()) + 1)
+            # One code per level of the parent, seen or not: a size read off the rows would make
+            # the world's draws after it differ between two tables of the same kind.
+            mapping = world.integers(0, k, size=sizes[-1])
             level = np.where(rng.random(n) < 0.9, mapping[parent], rng.integers(0, k, n))
         else:
             p = world.dirichlet(np.ones(k))
             level = rng.choice(k, size=n, p=p)
         groups.append(level)
+        sizes.append(k)
         cols[f"cat{j}"] = [f"c{j}_{v}" for v in level]
     df = pd.DataFrame(cols)
     for name in ("m3", "m7", "count2", "pct1", "year_c", "cat5", "cat11"):
