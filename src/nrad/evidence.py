@@ -74,7 +74,7 @@ class ChannelTails:
     In sample, a level most of whose rows the anomaly score's or the
     density's tail leaves out is read against its own rows
     (:func:`level_shifts`): a flag that 1.5% of the rows hold, which the flows
-    learn as two points and charge ten nats more than its share says.
+    learn as two points and charge more than its share says.
     """
 
     row: TailModel
@@ -193,7 +193,7 @@ def level_shifts(scores: np.ndarray, n_trimmed: int, strata: np.ndarray) -> np.n
     among the scores a table's own tail leaves out, is the table's trait, as
     a cell segment is (:class:`nrad.cells.CellSegments`): the flows learn a
     0/1 flag that 1.5% of the rows hold as two points and charge its rare one
-    ten nats more than its share says, and the tail fitted without those rows
+    several nats more than its share says, and the tail fitted without those rows
     called every one of them an outlier.  A level's rows are read against
     each other instead: shifted by their median's distance from the other
     rows', a row of theirs that stands out among them is still left out.  A
