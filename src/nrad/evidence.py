@@ -207,7 +207,7 @@ def level_shifts(scores: np.ndarray, n_trimmed: int, strata: np.ndarray) -> np.n
     for column in strata.T:
         for code in levels_mostly_held(left_out, column):
             rows = column == code
-            if code < 0 or rows.all():
+            if code < 0 or rows.all():  # no level (-1), or every row's: nothing to read it against
                 continue
             gap = float(np.median(scores[rows]) - np.median(scores[~rows]))
             shift[rows] = np.maximum(shift[rows], gap)
