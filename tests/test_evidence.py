@@ -133,3 +133,26 @@ def test_tails_round_trip_through_their_state() -> None:
     cells = rng.standard_t(5, size=(50, p)) * 3, rng.normal(size=(50, p)), rng.lognormal(size=(50, p)) * 2
     for a, b in zip(back.cells.log_p_parts(*cells), tails.cells.log_p_parts(*cells), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_in_sample_shifts_are_read_at_the_rows_positions() -> None:
+    # An explanation reads a few rows of a table scored against itself: each is shifted as it was
+    # in the whole table (its position there), not by the first rows' shifts.
+    from nrad.encoding import Prepared
+
+    rng = np.random.default_rng(3)
+    n = 3000
+    flag = np.zeros(n, dtype=np.int64)
+    flag[rng.choice(n, 45, replace=False)] = 1
+    density = rng.exponential(size=n) + 10.0 * flag
+    scores = rng.gumbel(size=n)
+    tails = ChannelTails.fit(scores, density, None, None, None, None, in_sample=True, strata=flag[:, None])
+    assert tails.density_shift is not None
+    whole = tails.row_log_p_values(scores, density, None)
+    prep = Prepared(np.zeros((n, 1)), flag[:, None], {}, np.zeros((n, 1), dtype=bool))
+    rows = np.r_[np.flatnonzero(flag)[:3], np.flatnonzero(flag == 0)[:3]]
+    some = prep.take(rows).take(np.array([5, 0, 2]))
+    assert some.positions is not None
+    np.testing.assert_array_equal(some.positions, rows[[5, 0, 2]])
+    part = tails.row_log_p_values(scores[some.positions], density[some.positions], None, some.positions)
+    np.testing.assert_array_equal(part, whole[some.positions])

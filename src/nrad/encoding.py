@@ -38,6 +38,10 @@ class Prepared:
     #: The codes the rows had when they trained the model, if they were changed since (an
     #: explanation's repair): what in-sample scoring leaves out of the counts.  None: ``codes``.
     trained_codes: np.ndarray | None = None
+    #: Where the rows stand in the table they were prepared from (None: all of it, in order): a
+    #: table scored against itself reads some of its rows' scores by their position
+    #: (nrad.evidence.level_shifts), and an explanation reads a few of its rows.
+    positions: np.ndarray | None = None
 
     @property
     def own_codes(self) -> np.ndarray:
@@ -45,7 +49,8 @@ class Prepared:
 
     def take(self, rows: np.ndarray) -> Prepared:
         trained = None if self.trained_codes is None else self.trained_codes[rows]
-        return Prepared(self.y[rows], self.codes[rows], self.counts, self.missing[rows], trained)
+        positions = np.arange(len(self.y))[rows] if self.positions is None else self.positions[rows]
+        return Prepared(self.y[rows], self.codes[rows], self.counts, self.missing[rows], trained, positions)
 
 
 def indicator_features(schema: TableSchema) -> list[int]:

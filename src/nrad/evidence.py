@@ -134,12 +134,18 @@ class ChannelTails:
         )
 
     def row_log_p_values(
-        self, scores: np.ndarray, density: np.ndarray | None, distance: np.ndarray | None
+        self,
+        scores: np.ndarray,
+        density: np.ndarray | None,
+        distance: np.ndarray | None,
+        positions: np.ndarray | None = None,
     ) -> np.ndarray:
-        """(n, row-level channels) log p-values: the anomaly score, the density, the distance."""
-        out = [self.row.log_p_values(_less(scores, self.row_shift))]
+        """(n, row-level channels) log p-values: the anomaly score, the density, the distance.
+        ``positions``: where the rows stand among the training rows of in-sample tails (None: all
+        of them, in order)."""
+        out = [self.row.log_p_values(_less(scores, self.row_shift, positions))]
         if self.density is not None and density is not None:
-            out.append(self.density.log_p_values(_less(density, self.density_shift)))
+            out.append(self.density.log_p_values(_less(density, self.density_shift, positions)))
         if self.distance is not None and distance is not None:
             # The robust distance on its own too: a cluster of bad rows that the other members
             # learn as normal stands apart here, and its gap survives (nrad.calibration.gap_trim).
@@ -214,10 +220,12 @@ def level_shifts(scores: np.ndarray, n_trimmed: int, strata: np.ndarray) -> np.n
     return shift if shift.any() else None
 
 
-def _less(scores: np.ndarray, shift: np.ndarray | None) -> np.ndarray:
-    """``scores`` less ``shift`` (an in-sample tail's; None: as they are)."""
+def _less(scores: np.ndarray, shift: np.ndarray | None, positions: np.ndarray | None) -> np.ndarray:
+    """``scores`` less ``shift`` (an in-sample tail's, one per training row; None: as they are) at
+    the rows' ``positions`` among the training rows (None: all of them, in order)."""
     if shift is None:
         return scores
+    shift = shift if positions is None else shift[positions]
     if len(shift) != len(scores):
         raise ValueError(f"in-sample scores of {len(scores)} rows for a tail fitted on {len(shift)}")
     return scores - shift
@@ -255,7 +263,7 @@ def row_p_values(
         if tails.cells is not None
         else None
     )
-    log_p = tails.row_log_p_values(scores, density, distance)
+    log_p = tails.row_log_p_values(scores, density, distance, prep.positions if folds is not None else None)
     n_rows = log_p.shape[1]
     beyond, level_broken = None, None
     if cells is not None:

@@ -179,7 +179,7 @@ def repaired(model: TableModel, prep: Prepared, result: Repair, columns: np.ndar
             y[i, f] = model.numeric.to_shaped(f, np.array([value]), prep.codes[i])[0]
         elif result.kind[i, column] == CATEGORICAL:
             codes[i, f] = int(value)
-    return Prepared(y, codes, prep.counts, prep.missing, prep.own_codes)
+    return Prepared(y, codes, prep.counts, prep.missing, prep.own_codes, prep.positions)
 
 
 def _related_columns(model: TableModel) -> np.ndarray:
