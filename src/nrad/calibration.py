@@ -267,6 +267,16 @@ class TailModel:
         with np.errstate(divide="ignore"):
             return np.log(self.n_tail / (self.n + 1.0)) + top + np.log(np.exp(parts - top).sum(axis=0))
 
+    def left_out(self, scores: np.ndarray) -> np.ndarray:
+        """(n,) True where a score (of the scores this tail was fitted to) is among the top
+        ``n_trimmed`` its fit left out; NaN never is."""
+        scores = np.asarray(scores, dtype=np.float64)
+        finite = np.isfinite(scores)
+        if not self.n_trimmed or finite.sum() < self.n_trimmed:
+            return np.zeros(scores.shape, dtype=bool)
+        cut = np.sort(scores[finite])[-self.n_trimmed]
+        return finite & (scores >= cut)
+
     def p_values(self, scores: np.ndarray) -> np.ndarray:
         """p-value of each score (higher score = more anomalous)."""
         return np.exp(self.log_p_values(scores))

@@ -199,10 +199,7 @@ class NumericCellTests:
                 (self.column_upper[j], columns[:, j]), (self.column_lower[j], -columns[:, j]),
             )  # fmt: skip
             for tail, statistic in sides:
-                finite = np.isfinite(statistic)
-                if tail.n_trimmed and finite.sum() >= tail.n_trimmed:
-                    cut = np.sort(statistic[finite])[-tail.n_trimmed]
-                    out[:, j] |= finite & (np.nan_to_num(statistic, nan=-np.inf) >= cut)
+                out[:, j] |= tail.left_out(statistic)
         return out
 
     def to_state(self, prefix: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:

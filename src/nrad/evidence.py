@@ -184,16 +184,16 @@ def _stratified(
     tail = TailModel.fit(scores, trim, max_shape)
     if trim is None or strata is None or not tail.n_trimmed:
         return tail, None
-    shift = level_shifts(scores, tail.n_trimmed, strata)
+    shift = level_shifts(scores, tail.left_out(scores), strata)
     if shift is None:
         return tail, None
     return TailModel.fit(scores - shift, trim, max_shape), shift
 
 
-def level_shifts(scores: np.ndarray, n_trimmed: int, strata: np.ndarray) -> np.ndarray | None:
+def level_shifts(scores: np.ndarray, left_out: np.ndarray, strata: np.ndarray) -> np.ndarray | None:
     """What each row's score loses before an in-sample tail reads it: for the rows of a level most
-    of whose rows that tail left out (its top ``n_trimmed`` scores), their level's median score
-    less the other rows' (None: no such level).
+    of whose rows that tail ``left_out`` (:meth:`nrad.calibration.TailModel.left_out`), their
+    level's median score less the other rows' (None: no such level).
 
     A level of ``SEGMENT_MIN_ROWS`` or more rows, ``SEGMENT_SHARE`` of them
     among the scores a table's own tail leaves out, is the table's trait, as
@@ -206,9 +206,6 @@ def level_shifts(scores: np.ndarray, n_trimmed: int, strata: np.ndarray) -> np.n
     broken batch is a small part of its levels' rows and is not shifted.
     ``strata``: (n, columns) level codes, -1 where a row has none.
     """
-    order = np.argsort(scores, kind="stable")
-    left_out = np.zeros(len(scores), dtype=bool)
-    left_out[order[len(scores) - n_trimmed :]] = True
     shift = np.zeros(len(scores))
     for column in strata.T:
         for code in levels_mostly_held(left_out, column):
