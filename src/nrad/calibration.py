@@ -125,6 +125,9 @@ class TailModel:
     #: Calibration scores believed normal (fitted without trimming): a score's p-value is never
     #: below what the count of calibration scores at or above it allows (see :meth:`log_p_values`).
     floor: bool = False
+    #: In sample, the largest score of the cells believed normal there (a value many rows share,
+    #: ``keep_at`` of :meth:`fit`): scores up to it keep the count floor too (None: none).
+    floor_to: float | None = None
 
     @classmethod
     def fit(
@@ -134,6 +137,7 @@ class TailModel:
         max_shape: float = MAX_SHAPE,
         min_scale: float = 0.0,
         mean_shape: bool = False,
+        keep_at: float | None = None,
     ) -> TailModel:
         """Fit to calibration ``scores``.
 
@@ -145,7 +149,8 @@ class TailModel:
         ``min_scale``: the smallest scale allowed (the tail of a statistic that a model makes
         exponential with scale 1 may be heavier than the model's, never lighter).  ``mean_shape``:
         the tail takes the shapes' posterior mean (with its scale) instead of averaging the
-        p-values over the shapes (see :func:`shape_posterior`).
+        p-values over the shapes (see :func:`shape_posterior`).  ``keep_at``: with ``trim``, no
+        score at or below it is left out (the scores of a value many rows share).
         """
         calib = _sorted_scores(scores)
         n = calib.size
@@ -156,6 +161,8 @@ class TailModel:
         if n < MIN_CALIBRATION or k < 1 or (k < usual and k < MIN_FITTED):
             return none
         trimmed = 0 if trim is None else _trimmed(calib, k, trim, max_shape)
+        if keep_at is not None:
+            trimmed = min(trimmed, int(np.count_nonzero(calib > keep_at)))
         # Inward: a left-out score that the tail fitted without it does not call an outlier (BH at
         # OUTLIER_LEVEL over the table) is put back, and the tail refitted.  What is left out at the
         # end stands beyond any tail the other scores allow; a heavy tail's natural extremes are
@@ -174,7 +181,9 @@ class TailModel:
         tail = cls._fit_below(calib, knots, at_least, k, trimmed, max_shape, min_scale, mean_shape=mean_shape)
         if tail is None:
             return none
-        return replace(tail, floor=True) if trim is None else tail
+        if trim is None:
+            return replace(tail, floor=True)
+        return tail if keep_at is None else replace(tail, floor_to=float(keep_at))
 
     @classmethod
     def ranks_only(cls, scores: np.ndarray) -> TailModel:
@@ -297,7 +306,10 @@ class TailModel:
             # Only scores past the threshold are read off the tail (a mixture over shapes, the
             # costly part of scoring many rows); the rest keep their counts.
             out[above] = np.minimum(np.log(self.lift) + self._log_tail(s[above]), 0.0)
-            if self.floor:
+            # In sample, only the scores of cells believed normal there (a value many rows share).
+            to = np.inf if self.floor else (-np.inf if self.floor_to is None else self.floor_to)
+            floored = above & (s <= to)
+            if floored.any():
                 # Calibration rows believed normal that score at least as high are evidence the
                 # tail must not overrule: ``c`` of them make the score's chance at least the 95%
                 # lower confidence bound of a Poisson mean given ``c``, over ``n + 1`` (the lift's
@@ -307,12 +319,12 @@ class TailModel:
                 # score, ``c = 0``, the tail alone speaks.
                 # Counted at the first knot at or above the score (the knots are the top scores
                 # themselves where tails are read): 0 beyond the largest calibration score.
-                first = np.searchsorted(self.knots, s[above], side="left")
+                first = np.searchsorted(self.knots, s[floored], side="left")
                 inside = first < len(self.knots)
                 c = np.where(inside, self.at_least[np.where(inside, first, 0)], 0.0).astype(np.int64)
                 bound = _poisson_lower_bounds(_table_size(int(c.max())))[c] / (self.n + 1.0)
                 with np.errstate(divide="ignore"):
-                    out[above] = np.maximum(out[above], np.log(bound))
+                    out[floored] = np.maximum(out[floored], np.log(bound))
         return out
 
     def to_state(self, prefix: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:

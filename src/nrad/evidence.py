@@ -102,6 +102,7 @@ class ChannelTails:
         cell_tests: NumericCellTests | None = None,
         levels: np.ndarray | None = None,
         strata: np.ndarray | None = None,
+        shared: np.ndarray | None = None,
     ) -> ChannelTails:
         """From the training rows' out-of-fold statistics (None: no such channel).  ``cluster``:
         in sample, the distance's tail may leave out a tight cluster standing apart (False: only
@@ -111,7 +112,8 @@ class ChannelTails:
         already fitted to ``residuals``, ``values`` and ``columns`` as this fit would; ``levels``:
         the numeric columns of two values (see :meth:`NumericCellTests.fit`).  ``strata``: in
         sample, the rows' levels (n, columns; -1 none) that a row score's tail reads apart when it
-        leaves most of a level's rows out (:func:`level_shifts`)."""
+        leaves most of a level's rows out (:func:`level_shifts`).  ``shared``: the cells whose value
+        many rows hold (:func:`nrad.cells.shared_values`), which no trim leaves out."""
         light = in_sample and apart and not small
         trim = (lambda share: share) if in_sample else (lambda share: None)  # noqa: E731
         row, row_shift = _stratified(scores, trim(SCORE_TRIM), MAX_SHAPE, strata)
@@ -128,7 +130,7 @@ class ChannelTails:
             else TailModel.fit(distances, trim(DISTANCE_TRIM if cluster else SCORE_TRIM), CELL_MAX_SHAPE),
             cell_tests
             if cell_tests is not None or residuals is None or values is None or columns is None
-            else NumericCellTests.fit(residuals, values, columns, trim(CELL_TRIM), levels),
+            else NumericCellTests.fit(residuals, values, columns, trim(CELL_TRIM), levels, shared),
             row_shift,
             density_shift,
         )

@@ -51,6 +51,7 @@ from nrad.cells import (
     NumericCellTests,
     Walls,
     levels_mostly_held,
+    shared_values,
 )
 from nrad.encoding import (
     SPIKE,
@@ -629,6 +630,7 @@ def fit_table(
     model.folds = rng.permutation(len(features)) % n_folds
     prep = Prepared(numeric.shape(enc.numeric), codes, enc.counts, enc.missing)
     distances, spread, segment, batch, own_cell_tests, two_valued = None, None, False, False, None, None
+    shared = None
     if enc.numeric.shape[1]:
         # Dequantized values (integers spread over their unit cell) train the flows; scoring
         # reads the values as they are.  Absent cells are filled with random observed values
@@ -710,7 +712,8 @@ def fit_table(
         # A level most of whose rows hold a value the column's tails leave out is a segment of
         # the table (backups to one server): those cells calibrate no tail and are not tested,
         # and its rows train the flows and the other members (their far values are the level's).
-        first = NumericCellTests.fit(residuals, values, spread, CELL_TRIM, two_valued)
+        shared = shared_values(enc.numeric)
+        first = NumericCellTests.fit(residuals, values, spread, CELL_TRIM, two_valued, shared)
         left_out = first.left_out(residuals, values, spread)
         model.cell_segments = CellSegments.find(left_out, enc.codes)
         if model.cell_segments is not None:
@@ -771,21 +774,29 @@ def fit_table(
         apart=batch,
         cell_tests=own_cell_tests,
         levels=two_valued,
-        strata=_strata(codes, enc.numeric, two_valued),
+        strata=_strata(codes, enc.numeric, two_valued, shared),
+        shared=shared,
     )
     info.update(n_train_rows=len(features), preprocess_counts={**schema.counts, **enc.counts})
     return model
 
 
-def _strata(codes: np.ndarray, numeric: np.ndarray, two_valued: np.ndarray | None) -> np.ndarray:
+def _strata(
+    codes: np.ndarray, numeric: np.ndarray, two_valued: np.ndarray | None, shared: np.ndarray | None = None
+) -> np.ndarray:
     """The levels a table's own row tails may read apart (nrad.evidence.level_shifts): its
     categorical features' and indicators' codes, and the values of its numeric columns of two values
     (``two_valued``; a flag that 1.5% of the rows hold is a number, not a category), -1 where absent."""
-    if two_valued is None or not two_valued.any():
-        return codes
-    flags = numeric[:, two_valued]
-    values = np.where(np.isnan(flags), -1, (flags == np.nanmax(flags, axis=0)).astype(np.int64))
-    return np.hstack([codes, values])
+    parts = [codes]
+    if two_valued is not None and two_valued.any():
+        flags = numeric[:, two_valued]
+        parts.append(np.where(np.isnan(flags), -1, (flags == np.nanmax(flags, axis=0)).astype(np.int64)))
+    if shared is not None:
+        # Each value many rows of a numeric column share is a level of its own (a price 99 rows paid).
+        for j in np.flatnonzero(shared.any(axis=0) & ~(two_valued if two_valued is not None else False)):
+            _, inverse = np.unique(np.nan_to_num(numeric[:, j], nan=np.inf), return_inverse=True)
+            parts.append(np.where(shared[:, j], inverse, -1)[:, None])
+    return np.hstack(parts)
 
 
 def cross_fit_folds(n_rows: int) -> int:
