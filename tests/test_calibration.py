@@ -328,3 +328,18 @@ def test_new_rows_are_never_called_rarer_than_the_calibration_rows_at_or_above_t
     # cluster's own members are what the trimmed fit is to judge.
     own = TailModel.fit(calib, SCORE_TRIM)
     assert not own.floor and own.p_values(np.array([24.0]))[0] < tail.p_values(np.array([24.0]))[0]
+
+
+def test_in_sample_a_score_many_cells_share_is_never_trimmed_and_keeps_the_count_floor() -> None:
+    # 60 of 5,000 cells share one value far above the rest (a price many purchases paid): a trim
+    # that leaves out the top 1% leaves them out and calls each of them far beyond the rest; kept
+    # (keep_at), they are read with the count of cells that share them.  What it costs: kept, they
+    # make the tail heavy, and a wilder score is read against them (walls and lattice rules read
+    # such a column's impossible values, nrad.cells.Walls).
+    rng = np.random.default_rng(0)
+    scores = np.r_[rng.exponential(size=4940), np.full(60, 15.0)]
+    trimmed = TailModel.fit(scores, (0.01, 0.01), CELL_MAX_SHAPE)
+    kept = TailModel.fit(scores, (0.01, 0.01), CELL_MAX_SHAPE, keep_at=15.0)
+    assert trimmed.p_values(np.array([15.0]))[0] < 1e-3
+    assert kept.p_values(np.array([15.0]))[0] > 0.005
+    assert kept.p_values(np.array([100.0]))[0] < kept.p_values(np.array([15.0]))[0] / 10

@@ -453,3 +453,24 @@ def test_the_values_of_a_two_valued_column_are_not_trimmed_in_sample() -> None:
     levels = NumericCellTests.fit(*stats, CELL_TRIM, levels=np.array([True, False]))
     assert levels.p_values(residuals, ones, ones)[:, 0].min() > 0.01
     assert NumericCellTests.fit(*stats, CELL_TRIM).p_values(residuals, ones, ones)[:, 0].max() < 0.005
+
+
+def test_prices_a_few_rows_pay_far_below_the_rest_flag_no_row_and_a_typo_still_does() -> None:
+    """A price column on a few values as a real table of purchases holds it: 0.59 to 0.70 in
+    nearly every row, 0.17 and 0.25 (promotions) in 0.7% and 0.3%.  Far out on their lattice, the
+    flows charged those rows thousands of nats, and every one of them was flagged; they are the
+    column's values, and a price typed ten times too high is still flagged."""
+    rng = np.random.default_rng(0)
+    n = 4000
+    shares = [0.007, 0.003, 0.35, 0.2, 0.37, 0.04, 0.03]
+    price = rng.choice([0.17, 0.25, 0.59, 0.65, 0.67, 0.69, 0.70], n, p=shares)
+    df = pd.DataFrame({"store": rng.choice(["north", "south", "east"], n), "price": price,
+                       "other": rng.choice([0.29, 0.49, 0.69, 0.89], n, p=[0.1, 0.2, 0.4, 0.3]),
+                       "qty": rng.poisson(np.where(price < 0.3, 6, 2)).astype(float)})  # fmt: skip
+    df.loc[5, "price"] = 6.7
+    model = fit_table(df, random_state=0, max_epochs=20)
+    scored, _ = model.score(df, fdr=0.1, in_sample=True)
+    flagged = scored["flagged"].to_numpy()
+    assert flagged[5]
+    assert not flagged[(df["price"] < 0.3).to_numpy()].any()
+    assert flagged.sum() <= 3

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from nrad.calibration import MAX_SHAPE, SCORE_TRIM, TailModel
 from nrad.cells import CATEGORY_SHARE, CELL_WEIGHT
 from nrad.evidence import ChannelTails, bonferroni_weights, distance_statistic
 
@@ -156,3 +157,32 @@ def test_in_sample_shifts_are_read_at_the_rows_positions() -> None:
     np.testing.assert_array_equal(some.positions, rows[[5, 0, 2]])
     part = tails.row_log_p_values(scores[some.positions], density[some.positions], None, some.positions)
     np.testing.assert_array_equal(part, whole[some.positions])
+
+
+def test_a_level_the_density_charges_widely_is_read_among_its_own_rows() -> None:
+    # A price 60 of 4,000 rows pay, far below the others on a lattice of a few values: the flows
+    # charge its rows 1,000 to 4,000 nats (the other rows differ by a few).  Shifted by the level's
+    # median alone, half of them stood beyond the others' tail; with their spread shrunk to the
+    # others', none does.  A wild row elsewhere, and a row of the level far beyond the level's own
+    # spread, are still far out.
+    rng = np.random.default_rng(0)
+    n = 4000
+    price = np.zeros(n, dtype=np.int64)
+    price[rng.choice(n, 60, replace=False)] = 1
+    cheap = np.flatnonzero(price == 1)
+    density = rng.exponential(size=n)
+    density[cheap] += rng.uniform(1000.0, 4000.0, len(cheap))
+    wild = int(np.flatnonzero(price == 0)[0])
+    density[wild] = 40.0
+    odd = cheap[0]
+    density[odd] = 4000.0 + 30 * 1500.0
+    scores = rng.gumbel(size=n)
+    tails = ChannelTails.fit(scores, density, None, None, None, None, in_sample=True, strata=price[:, None])
+    read = tails.row_log_p_values(scores, density, None)[:, 1]
+    shifted = density - np.where(price == 1, np.median(density[cheap]) - np.median(density[price == 0]), 0.0)
+    median_only = TailModel.fit(shifted, SCORE_TRIM, MAX_SHAPE).log_p_values(shifted)
+    line = np.log(0.1 * 10 / n)  # Benjamini-Hochberg's line at 0.1 for 10 flags
+    ordinary = np.setdiff1d(cheap, [odd])
+    assert (median_only[ordinary] < line).sum() >= 10
+    assert (read[ordinary] < line).sum() == 0
+    assert read[wild] < np.log(1e-6) and read[odd] < np.log(1e-6)

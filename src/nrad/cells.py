@@ -142,6 +142,7 @@ class NumericCellTests:
         trim: tuple[float, float] | None = None,
         levels: np.ndarray | None = None,
         shared: np.ndarray | None = None,
+        few: np.ndarray | None = None,
     ) -> NumericCellTests:
         """From (n, p) out-of-fold residuals of the training rows, their (n, p) values in context
         and their (n, p) values as the columns hold them, shaped (NaN where the cell is absent);
@@ -149,11 +150,16 @@ class NumericCellTests:
         of two values, spread over the gap between them (:func:`nrad.gaussian.spread_levels`),
         whose values are tested untrimmed (see :data:`CELL_TRIM`).  ``shared`` (n, p, bool): the
         cells whose value many rows of the column hold (:func:`shared_values`), which a trimmed
-        value test never leaves out."""
+        value test never leaves out, nor a residual test in the columns ``few`` (p, bool; see
+        :func:`few_valued`)."""
         # A residual's surprise is exponential where the model holds: its tail takes the posterior
-        # mean shape, not the average of the shapes' p-values (see TailModel.fit).
+        # mean shape, not the average of the shapes' p-values (see TailModel.fit).  A value many
+        # rows share is still tested against the rest of its row (an age of 21 is common, and
+        # wrong beside a balance only the oldest customers hold) but in a column of a few values,
+        # whose rare far one the robust Gaussian, fitted on the rows most alike, cannot read.
+        kept = None if shared is None or few is None else shared & few[None, :]
         upper, lower = _side_tails(
-            residuals, _surprise, trim, CELL_MAX_SHAPE, RESIDUAL_MIN_SCALE, mean_shape=True, kept=shared
+            residuals, _surprise, trim, CELL_MAX_SHAPE, RESIDUAL_MIN_SCALE, mean_shape=True, kept=kept
         )
         value_upper, value_lower = _side_tails(
             values, np.asarray, trim, CELL_MAX_SHAPE, untrimmed=levels, kept=shared
@@ -331,6 +337,12 @@ def shared_values(numbers: np.ndarray) -> np.ndarray:
         _, inverse, counts = np.unique(numbers[seen, j], return_inverse=True, return_counts=True)
         out[seen, j] = counts[inverse] >= SEGMENT_MIN_ROWS
     return out
+
+
+def few_valued(numbers: np.ndarray) -> np.ndarray:
+    """(p,) True for a column of at most ``LATTICE_RULE_LEVELS`` distinct values (``numbers`` as
+    the table holds them, NaN absent): prices on a few steps, ratings, small counts."""
+    return np.array([len(np.unique(x[np.isfinite(x)])) <= LATTICE_RULE_LEVELS for x in numbers.T], dtype=bool)
 
 
 def _side_tails(

@@ -42,6 +42,13 @@ if TYPE_CHECKING:
     from nrad.categories import Dependency
     from nrad.table import TableModel
 
+#: Passes over the levels an in-sample row tail reads apart when their effects are fitted together
+#: (:func:`level_shifts`; they settle in two or three where levels share rows).
+LEVEL_PASSES = 20
+#: A level's spread is read against that of the rows of no level when there are at least this many
+#: of them (:func:`level_shifts`).
+SPREAD_MIN_ROWS = 10
+
 
 @dataclass(frozen=True)
 class ChannelTails:
@@ -71,20 +78,23 @@ class ChannelTails:
     not far beyond the rest would be put back into a heavier tail and go
     unflagged, while with the light bound it is flagged.
 
-    In sample, a level most of whose rows the anomaly score's or the
-    density's tail leaves out is read against its own rows
+    In sample, a level most of whose rows the anomaly score's, the density's
+    or the robust distance's tail leaves out is read against its own rows
     (:func:`level_shifts`): a flag that 1.5% of the rows hold, which the flows
-    learn as two points and charge more than its share says.
+    learn as two points and charge more than its share says; a price a few
+    rows pay far out on a lattice of a few values, which the flows and the
+    robust Gaussian cannot read.
     """
 
     row: TailModel
     density: TailModel | None
     distance: TailModel | None
     cells: NumericCellTests | None
-    #: In sample only (never saved): what each training row's anomaly score and density score
-    #: lose before their tails read them (:func:`level_shifts`; None: nothing).
+    #: In sample only (never saved): what each training row's anomaly score, density score and
+    #: robust distance lose before their tails read them (:func:`level_shifts`; None: nothing).
     row_shift: np.ndarray | None = None
     density_shift: np.ndarray | None = None
+    distance_shift: np.ndarray | None = None
 
     @classmethod
     def fit(
@@ -103,6 +113,7 @@ class ChannelTails:
         levels: np.ndarray | None = None,
         strata: np.ndarray | None = None,
         shared: np.ndarray | None = None,
+        few: np.ndarray | None = None,
     ) -> ChannelTails:
         """From the training rows' out-of-fold statistics (None: no such channel).  ``cluster``:
         in sample, the distance's tail may leave out a tight cluster standing apart (False: only
@@ -113,7 +124,8 @@ class ChannelTails:
         the numeric columns of two values (see :meth:`NumericCellTests.fit`).  ``strata``: in
         sample, the rows' levels (n, columns; -1 none) that a row score's tail reads apart when it
         leaves most of a level's rows out (:func:`level_shifts`).  ``shared``: the cells whose value
-        many rows hold (:func:`nrad.cells.shared_values`), which no trim leaves out."""
+        many rows hold (:func:`nrad.cells.shared_values`), which no value test's trim leaves out, nor
+        a residual test's in the columns ``few`` (see :meth:`NumericCellTests.fit`)."""
         light = in_sample and apart and not small
         trim = (lambda share: share) if in_sample else (lambda share: None)  # noqa: E731
         row, row_shift = _stratified(scores, trim(SCORE_TRIM), MAX_SHAPE, strata)
@@ -122,17 +134,23 @@ class ChannelTails:
             if density is None
             else _stratified(density, trim(SCORE_TRIM), DENSITY_MAX_SHAPE if light else MAX_SHAPE, strata)
         )
+        distance_tail, distance_shift = (
+            (None, None)
+            if distances is None
+            else _stratified(
+                distances, trim(DISTANCE_TRIM if cluster else SCORE_TRIM), CELL_MAX_SHAPE, strata
+            )
+        )
         return cls(
             row,
             density_tail,
-            None
-            if distances is None
-            else TailModel.fit(distances, trim(DISTANCE_TRIM if cluster else SCORE_TRIM), CELL_MAX_SHAPE),
+            distance_tail,
             cell_tests
             if cell_tests is not None or residuals is None or values is None or columns is None
-            else NumericCellTests.fit(residuals, values, columns, trim(CELL_TRIM), levels, shared),
+            else NumericCellTests.fit(residuals, values, columns, trim(CELL_TRIM), levels, shared, few),
             row_shift,
             density_shift,
+            distance_shift,
         )
 
     def row_log_p_values(
@@ -151,7 +169,7 @@ class ChannelTails:
         if self.distance is not None and distance is not None:
             # The robust distance on its own too: a cluster of bad rows that the other members
             # learn as normal stands apart here, and its gap survives (nrad.calibration.gap_trim).
-            out.append(self.distance.log_p_values(distance))
+            out.append(self.distance.log_p_values(_less(distance, self.distance_shift, positions)))
         return np.column_stack(out)
 
     def to_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -179,7 +197,10 @@ class ChannelTails:
 
 
 def _stratified(
-    scores: np.ndarray, trim: tuple[float, float] | None, max_shape: float, strata: np.ndarray | None
+    scores: np.ndarray,
+    trim: tuple[float, float] | None,
+    max_shape: float,
+    strata: np.ndarray | None,
 ) -> tuple[TailModel, np.ndarray | None]:
     """The tail of a row score, fitted with ``trim``, and what each row's score loses first (None:
     nothing) when the fit leaves most of a level's rows out (:func:`level_shifts`)."""
@@ -194,8 +215,8 @@ def _stratified(
 
 def level_shifts(scores: np.ndarray, left_out: np.ndarray, strata: np.ndarray) -> np.ndarray | None:
     """What each row's score loses before an in-sample tail reads it: for the rows of a level most
-    of whose rows that tail ``left_out`` (:meth:`nrad.calibration.TailModel.left_out`), their
-    level's median score less the other rows' (None: no such level).
+    of whose rows that tail ``left_out`` (:meth:`nrad.calibration.TailModel.left_out`), what reads
+    them against each other (None: no such level).
 
     A level of ``SEGMENT_MIN_ROWS`` or more rows, ``SEGMENT_SHARE`` of them
     among the scores a table's own tail leaves out, is the table's trait, as
@@ -204,19 +225,94 @@ def level_shifts(scores: np.ndarray, left_out: np.ndarray, strata: np.ndarray) -
     several nats more than its share says, and the tail fitted without those rows
     called every one of them an outlier.  A level's rows are read against
     each other instead: shifted by their median's distance from the other
-    rows', a row of theirs that stands out among them is still left out.  A
-    broken batch is a small part of its levels' rows and is not shifted.
-    ``strata``: (n, columns) level codes, -1 where a row has none.
+    rows' (:func:`_level_effects`), and where they spread more than the other
+    rows, their distances from that median shrunk to the other rows' spread
+    (:func:`_level_spreads`): a row of theirs that stands out among them is
+    still left out.  A broken batch is a small part of its levels' rows and
+    is not read apart.  ``strata``: (n, columns) level codes, -1 where a row
+    has none.
     """
-    shift = np.zeros(len(scores))
-    for column in strata.T:
-        for code in levels_mostly_held(left_out, column):
-            rows = column == code
-            if code < 0 or rows.all():  # no level (-1), or every row's: nothing to read it against
-                continue
-            gap = float(np.median(scores[rows]) - np.median(scores[~rows]))
-            shift[rows] = np.maximum(shift[rows], gap)
+    levels = [
+        rows
+        for column in strata.T
+        for code in levels_mostly_held(left_out, column)
+        # no level (-1), or every row's: nothing to read it against
+        if code >= 0 and not (rows := column == code).all()
+    ]
+    if not levels:
+        return None
+    shift = _level_effects(scores, levels)
+    outside = ~np.any(levels, axis=0)
+    rest = scores - shift
+    shift += rest - _shrunk(rest, levels, _level_spreads(rest, levels, outside), outside)
     return shift if shift.any() else None
+
+
+def _level_effects(scores: np.ndarray, levels: list[np.ndarray]) -> np.ndarray:
+    """Each row's sum of its levels' effects, for the rows of ``levels`` (boolean masks over
+    ``scores``).
+
+    A row may hold several such levels (rare prices of three brands in one
+    promotion week), whose charges add in a density: the effects are fitted
+    together, each its rows' median less the other rows' once the other
+    levels' effects are taken off (backfitting, as median polish fits a
+    two-way table), so that a row loses the sum of its levels' effects and a
+    level that only shares rows with another is not counted twice.  No effect
+    is below 0: a level is never charged more than its rows score.
+    """
+    effects = np.zeros(len(levels))
+    shift = np.zeros(len(scores))
+    for _ in range(LEVEL_PASSES):
+        moved = 0.0
+        for i, rows in enumerate(levels):
+            rest = scores - shift + effects[i] * rows
+            gap = max(float(np.median(rest[rows]) - np.median(rest[~rows])), 0.0)
+            shift += (gap - effects[i]) * rows
+            moved = max(moved, abs(gap - effects[i]))
+            effects[i] = gap
+        if moved <= 1e-9 * (1.0 + float(effects.max())):
+            break
+    return shift
+
+
+def _level_spreads(rest: np.ndarray, levels: list[np.ndarray], outside: np.ndarray) -> np.ndarray:
+    """Per level, how much its rows' distances from the median of the rows ``outside`` every level
+    are shrunk before a tail reads them (1: not at all): those rows' spread over the level's, where
+    the level's is wider (interquartile ranges of ``rest``, the scores less their levels' effects).
+
+    Two rows of one rare price differ by hundreds of nats where the flows
+    cannot read that price (it stands far out on a lattice of a few values),
+    while the other rows differ by a few: shifted to the others' median,
+    half of them still stood beyond the others' tail.
+    """
+    factors = np.ones(len(levels))
+    base = rest[outside]
+    if len(base) < SPREAD_MIN_ROWS:
+        return factors
+    spread = float(np.subtract(*np.percentile(base, [75, 25])))
+    for i, rows in enumerate(levels):
+        own = float(np.subtract(*np.percentile(rest[rows], [75, 25]))) if rows.any() else 0.0
+        if own > spread > 0:
+            factors[i] = spread / own
+    return factors
+
+
+def _shrunk(
+    rest: np.ndarray, levels: list[np.ndarray], factors: np.ndarray, outside: np.ndarray
+) -> np.ndarray:
+    """``rest`` with the distances of each level's rows from the median of the rows ``outside``
+    every level times the level's factor (a row of several levels: the smallest of theirs)."""
+    base = rest[outside]
+    if not len(base):
+        return rest
+    middle = float(np.median(base))
+    factor = np.ones(len(rest))
+    for rows, f in zip(levels, factors, strict=True):
+        factor[rows] = np.minimum(factor[rows], f)
+    out = rest.copy()
+    shrunk = factor < 1.0
+    out[shrunk] = middle + (rest[shrunk] - middle) * factor[shrunk]
+    return out
 
 
 def _less(scores: np.ndarray, shift: np.ndarray | None, positions: np.ndarray | None) -> np.ndarray:

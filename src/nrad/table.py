@@ -50,6 +50,7 @@ from nrad.cells import (
     CellSegments,
     NumericCellTests,
     Walls,
+    few_valued,
     levels_mostly_held,
     shared_values,
 )
@@ -630,7 +631,7 @@ def fit_table(
     model.folds = rng.permutation(len(features)) % n_folds
     prep = Prepared(numeric.shape(enc.numeric), codes, enc.counts, enc.missing)
     distances, spread, segment, batch, own_cell_tests, two_valued = None, None, False, False, None, None
-    shared = None
+    shared, few_levels = None, None
     if enc.numeric.shape[1]:
         # Dequantized values (integers spread over their unit cell) train the flows; scoring
         # reads the values as they are.  Absent cells are filled with random observed values
@@ -713,7 +714,8 @@ def fit_table(
         # the table (backups to one server): those cells calibrate no tail and are not tested,
         # and its rows train the flows and the other members (their far values are the level's).
         shared = shared_values(enc.numeric)
-        first = NumericCellTests.fit(residuals, values, spread, CELL_TRIM, two_valued, shared)
+        few_levels = few_valued(enc.numeric)
+        first = NumericCellTests.fit(residuals, values, spread, CELL_TRIM, two_valued, shared, few_levels)
         left_out = first.left_out(residuals, values, spread)
         model.cell_segments = CellSegments.find(left_out, enc.codes)
         if model.cell_segments is not None:
@@ -776,6 +778,7 @@ def fit_table(
         levels=two_valued,
         strata=_strata(codes, enc.numeric, two_valued, shared),
         shared=shared,
+        few=few_levels,
     )
     info.update(n_train_rows=len(features), preprocess_counts={**schema.counts, **enc.counts})
     return model
