@@ -197,10 +197,7 @@ class ChannelTails:
 
 
 def _stratified(
-    scores: np.ndarray,
-    trim: tuple[float, float] | None,
-    max_shape: float,
-    strata: np.ndarray | None,
+    scores: np.ndarray, trim: tuple[float, float] | None, max_shape: float, strata: np.ndarray | None
 ) -> tuple[TailModel, np.ndarray | None]:
     """The tail of a row score, fitted with ``trim``, and what each row's score loses first (None:
     nothing) when the fit leaves most of a level's rows out (:func:`level_shifts`)."""
