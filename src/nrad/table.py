@@ -788,8 +788,10 @@ def _strata(
     codes: np.ndarray, numeric: np.ndarray, two_valued: np.ndarray | None, shared: np.ndarray | None = None
 ) -> np.ndarray:
     """The levels a table's own row tails may read apart (nrad.evidence.level_shifts): its
-    categorical features' and indicators' codes, and the values of its numeric columns of two values
-    (``two_valued``; a flag that 1.5% of the rows hold is a number, not a category), -1 where absent."""
+    categorical features' and indicators' codes, the values of its numeric columns of two values
+    (``two_valued``; a flag that 1.5% of the rows hold is a number, not a category), and the values
+    many rows of a numeric column share (``shared``, :func:`nrad.cells.shared_values`), -1 where
+    absent."""
     parts = [codes]
     if two_valued is not None and two_valued.any():
         flags = numeric[:, two_valued]
