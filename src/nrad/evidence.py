@@ -241,7 +241,7 @@ def level_shifts(scores: np.ndarray, left_out: np.ndarray, strata: np.ndarray) -
     shift = _level_effects(scores, levels)
     outside = ~np.any(levels, axis=0)
     rest = scores - shift
-    shift += rest - _shrunk(rest, levels, _level_spreads(rest, levels, outside), outside)
+    shift += rest - _level_spreads(rest, levels, outside)
     return shift if shift.any() else None
 
 
@@ -273,43 +273,27 @@ def _level_effects(scores: np.ndarray, levels: list[np.ndarray]) -> np.ndarray:
 
 
 def _level_spreads(rest: np.ndarray, levels: list[np.ndarray], outside: np.ndarray) -> np.ndarray:
-    """Per level, how much its rows' distances from the median of the rows ``outside`` every level
-    are shrunk before a tail reads them (1: not at all): those rows' spread over the level's, where
-    the level's is wider (interquartile ranges of ``rest``, the scores less their levels' effects).
+    """``rest`` (the scores less their levels' effects) with each level's rows' distances from the
+    median of the rows ``outside`` every level shrunk by those rows' spread over the level's, where
+    the level's is wider (interquartile ranges; a row of several levels: the most shrinking).
 
     Two rows of one rare price differ by hundreds of nats where the flows
     cannot read that price (it stands far out on a lattice of a few values),
     while the other rows differ by a few: shifted to the others' median,
     half of them still stood beyond the others' tail.
     """
-    factors = np.ones(len(levels))
     base = rest[outside]
     if len(base) < SPREAD_MIN_ROWS:
-        return factors
-    spread = float(np.subtract(*np.percentile(base, [75, 25])))
-    for i, rows in enumerate(levels):
-        own = float(np.subtract(*np.percentile(rest[rows], [75, 25]))) if rows.any() else 0.0
-        if own > spread > 0:
-            factors[i] = spread / own
-    return factors
-
-
-def _shrunk(
-    rest: np.ndarray, levels: list[np.ndarray], factors: np.ndarray, outside: np.ndarray
-) -> np.ndarray:
-    """``rest`` with the distances of each level's rows from the median of the rows ``outside``
-    every level times the level's factor (a row of several levels: the smallest of theirs)."""
-    base = rest[outside]
-    if not len(base):
         return rest
     middle = float(np.median(base))
+    spread = float(np.subtract(*np.percentile(base, [75, 25])))
     factor = np.ones(len(rest))
-    for rows, f in zip(levels, factors, strict=True):
-        factor[rows] = np.minimum(factor[rows], f)
-    out = rest.copy()
-    shrunk = factor < 1.0
-    out[shrunk] = middle + (rest[shrunk] - middle) * factor[shrunk]
-    return out
+    for rows in levels:
+        own = float(np.subtract(*np.percentile(rest[rows], [75, 25])))
+        if own > spread > 0:
+            factor[rows] = np.minimum(factor[rows], spread / own)
+    # Rows left as they are keep their scores exactly (no shift where no level is read apart).
+    return np.where(factor < 1.0, middle + (rest - middle) * factor, rest)
 
 
 def _less(scores: np.ndarray, shift: np.ndarray | None, positions: np.ndarray | None) -> np.ndarray:
