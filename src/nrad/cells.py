@@ -143,6 +143,7 @@ class NumericCellTests:
         levels: np.ndarray | None = None,
         shared: np.ndarray | None = None,
         few: np.ndarray | None = None,
+        bands: np.ndarray | None = None,
     ) -> NumericCellTests:
         """From (n, p) out-of-fold residuals of the training rows, their (n, p) values in context
         and their (n, p) values as the columns hold them, shaped (NaN where the cell is absent);
@@ -158,6 +159,12 @@ class NumericCellTests:
         # wrong beside a balance only the oldest customers hold) but in a column of a few values,
         # whose rare far one the robust Gaussian, fitted on the rows most alike, cannot read.
         kept = None if shared is None or few is None else shared & few[None, :]
+        if bands is not None:
+            # A band's rows are read among themselves (see far_bands): no test leaves their cells
+            # out, in any column (the models read none of a row of 100 items, its total, its weight).
+            held = np.repeat(bands.any(axis=1, keepdims=True), residuals.shape[1], axis=1)
+            kept = held if kept is None else kept | held
+            shared = held if shared is None else shared | held
         upper, lower = _side_tails(
             residuals, _surprise, trim, CELL_MAX_SHAPE, RESIDUAL_MIN_SCALE, mean_shape=True, kept=kept
         )
@@ -337,6 +344,46 @@ def shared_values(numbers: np.ndarray) -> np.ndarray:
         _, inverse, counts = np.unique(numbers[seen, j], return_inverse=True, return_counts=True)
         out[seen, j] = counts[inverse] >= SEGMENT_MIN_ROWS
     return out
+
+
+def far_bands(
+    tests: NumericCellTests, columns: np.ndarray, vouched: np.ndarray, off: np.ndarray | None = None
+) -> np.ndarray | None:
+    """(n, p) True where a cell lies in a band of its column: ``SEGMENT_MIN_ROWS`` or more cells on
+    one side that the column's own in-sample tail leaves out (``tests`` fitted trimmed to the
+    values ``columns``, :meth:`NumericCellTests.left_out`), each ``vouched`` for by an exact
+    relation its row keeps (:meth:`nrad.identities.Identities.kept`); ``off`` (n, p) aside.  None:
+    no band.
+
+    Stays of three to four weeks that 18 of 3,000 hotel bookings hold, where
+    the rest stay one to fifteen nights, lie beyond any tail the other stays
+    allow, each length held by one or two rows: no value many rows share
+    marks them (:func:`shared_values`), nor a category.  But the table
+    vouches for each: its city tax is the hotel's rate times its guests
+    times those nights, and its total those nights times the rate plus the
+    tax, to the cent.  A typed error breaks such a relation; many values
+    beyond a column's tail that keep them are the column's second mode, as
+    the non-zero values of a column that is 0 in most rows are.  Many errors
+    of one kind that no relation vouches for (a column's amounts typed thirty
+    times too high in 20 rows) are no band.  A band's rows are read
+    among themselves: their cells are kept in every column's tests (as a
+    value many rows share is, :meth:`NumericCellTests.fit`), and they are a
+    level the row scores' in-sample tails read apart
+    (:func:`nrad.evidence.level_shifts`): a row of the band that stands out
+    among its rows still stands out.
+    """
+    out = np.zeros(columns.shape, dtype=bool)
+    for j in range(tests.n_features):
+        for tail, statistic in (
+            (tests.column_upper[j], columns[:, j]),
+            (tests.column_lower[j], -columns[:, j]),
+        ):
+            held = tail.left_out(statistic) & vouched[:, j]
+            if off is not None:
+                held &= ~off[:, j]
+            if held.sum() >= SEGMENT_MIN_ROWS:
+                out[:, j] |= held
+    return out if out.any() else None
 
 
 def few_valued(numbers: np.ndarray) -> np.ndarray:

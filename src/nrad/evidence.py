@@ -114,6 +114,7 @@ class ChannelTails:
         strata: np.ndarray | None = None,
         shared: np.ndarray | None = None,
         few: np.ndarray | None = None,
+        bands: np.ndarray | None = None,
     ) -> ChannelTails:
         """From the training rows' out-of-fold statistics (None: no such channel).  ``cluster``:
         in sample, the distance's tail may leave out a tight cluster standing apart (False: only
@@ -128,6 +129,7 @@ class ChannelTails:
         a residual test's in the columns ``few`` (see :meth:`NumericCellTests.fit`)."""
         light = in_sample and apart and not small
         trim = (lambda share: share) if in_sample else (lambda share: None)  # noqa: E731
+        strata = _with_bands(strata, bands)
         row, row_shift = _stratified(scores, trim(SCORE_TRIM), MAX_SHAPE, strata)
         density_tail, density_shift = (
             (None, None)
@@ -147,7 +149,9 @@ class ChannelTails:
             distance_tail,
             cell_tests
             if cell_tests is not None or residuals is None or values is None or columns is None
-            else NumericCellTests.fit(residuals, values, columns, trim(CELL_TRIM), levels, shared, few),
+            else NumericCellTests.fit(
+                residuals, values, columns, trim(CELL_TRIM), levels, shared, few, bands
+            ),
             row_shift,
             density_shift,
             distance_shift,
@@ -194,6 +198,15 @@ class ChannelTails:
             NumericCellTests.from_state(meta["cells"], arrays, "tails.cells.") if "cells" in meta else None
         )
         return cls(row, tail("density"), tail("distance"), cells)
+
+
+def _with_bands(strata: np.ndarray | None, bands: np.ndarray | None) -> np.ndarray | None:
+    """``strata`` with a level for each column's band (:func:`nrad.cells.far_bands`)."""
+    if bands is None:
+        return strata
+    parts = [] if strata is None else [strata]
+    parts += [np.where(bands[:, [j]], 0, -1) for j in np.flatnonzero(bands.any(axis=0))]
+    return np.hstack(parts)
 
 
 def _stratified(

@@ -305,6 +305,21 @@ class Identities:
         suspect = blamed & ~cleared
         return np.where(suspect.any(axis=1, keepdims=True), suspect, blamed), level_blamed
 
+    def kept(self, values: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        """(n, p) True at the numeric cells an identity involves (:meth:`involved`) that their row
+        keeps to within rounding, in the identity's level: the table vouches for their values."""
+        values = np.asarray(values, dtype=np.float64)
+        out = np.zeros(values.shape, dtype=bool)
+        if not self.n_identities:
+            return out
+        with np.errstate(invalid="ignore"):
+            keeps = self.distances(values) <= 1.0
+        for k in range(self.n_identities):
+            f = self.feature[k]
+            mine = keeps[:, k] if f < 0 else keeps[:, k] & (codes[:, f] == self.level[k])
+            out[np.ix_(mine, self.involved(k))] = True
+        return out
+
     def distances(self, values: np.ndarray) -> np.ndarray:
         """(n, k): how far each row is off each identity, in tolerances (at most 1: within rounding;
         beyond ``BROKEN_MARGIN``: broken), whatever its level; NaN where a cell it needs is absent."""

@@ -50,6 +50,7 @@ from nrad.cells import (
     CellSegments,
     NumericCellTests,
     Walls,
+    far_bands,
     few_valued,
     levels_mostly_held,
     shared_values,
@@ -631,7 +632,7 @@ def fit_table(
     model.folds = rng.permutation(len(features)) % n_folds
     prep = Prepared(numeric.shape(enc.numeric), codes, enc.counts, enc.missing)
     distances, spread, segment, batch, own_cell_tests, two_valued = None, None, False, False, None, None
-    shared, few_levels = None, None
+    shared, few_levels, bands, first = None, None, None, None
     if enc.numeric.shape[1]:
         # Dequantized values (integers spread over their unit cell) train the flows; scoring
         # reads the values as they are.  Absent cells are filled with random observed values
@@ -746,6 +747,14 @@ def fit_table(
         in_units = model.raw_values(prep)
         model.walls = Walls.fit(in_units, numeric.discrete)
         model.identities = Identities.fit(in_units, enc.codes, n_codes, random_state)
+        if first is not None:
+            segments = model.cell_segments
+            off = None if segments is None else segments.mask(enc.codes, spread.shape[1])
+            bands = far_bands(first, spread, model.identities.kept(in_units, enc.codes), off)
+            if bands is not None and own_cell_tests is not None:
+                own_cell_tests = NumericCellTests.fit(
+                    residuals, values, spread, CELL_TRIM, two_valued, shared, few_levels, bands
+                )
     if detector == "fused" and enc.numeric.shape[1]:
         say(f"fitting neighbour and isolation scores ({n_folds} folds)")
         model.fusion = Fusion.fit(z, model.folds, inside, random_state)
@@ -779,6 +788,7 @@ def fit_table(
         strata=_strata(codes, enc.numeric, two_valued, shared),
         shared=shared,
         few=few_levels,
+        bands=bands,
     )
     info.update(n_train_rows=len(features), preprocess_counts={**schema.counts, **enc.counts})
     return model
