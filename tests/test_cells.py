@@ -474,3 +474,30 @@ def test_prices_a_few_rows_pay_far_below_the_rest_flag_no_row_and_a_typo_still_d
     assert flagged[5]
     assert not flagged[(df["price"] < 0.3).to_numpy()].any()
     assert flagged.sum() <= 3
+
+
+def test_long_stays_that_the_tax_and_the_total_vouch_for_are_not_flagged_and_a_typo_still_is() -> None:
+    """Hotel stays of one to ten nights, and in 0.8% of the rows three to four weeks, each length
+    held by a few rows: beyond any tail the other stays allow, all of them were flagged in sample.
+    The city tax (the hotel's fee x guests x nights) and the total (nights x rate + tax) vouch for
+    each, to the cent; a stay typed as 40 nights, its tax and total those of its 4, breaks both and
+    is still flagged."""
+    rng = np.random.default_rng(1)
+    n = 3000
+    hotel = rng.choice(["centre", "airport", "resort"], n)
+    guests = rng.integers(1, 4, n)
+    long_stay = rng.random(n) < 0.008
+    nights = np.where(long_stay, rng.integers(21, 29, n), 1 + rng.poisson(2.0, n))
+    fee = pd.Series(hotel).map({"centre": 2.5, "airport": 1.5, "resort": 3.0}).to_numpy()
+    rate = np.round(120 * np.exp(rng.normal(0, 0.1, n)), 2)
+    tax = np.round(fee * guests * nights, 2)
+    df = pd.DataFrame({"hotel": hotel, "guests": guests, "nights": nights, "rate": rate,
+                       "city_tax": tax, "total": np.round(nights * rate + tax, 2)})  # fmt: skip
+    typo = int(np.flatnonzero(~long_stay & (nights == 4))[0])
+    df.loc[typo, "nights"] = 40
+    model = fit_table(df, random_state=0, max_epochs=20)
+    scored, _ = model.score(df, fdr=0.1, in_sample=True)
+    flagged = scored["flagged"].to_numpy()
+    assert long_stay.sum() >= 20
+    assert flagged[typo]
+    assert not flagged[long_stay].any()
