@@ -152,7 +152,8 @@ class NumericCellTests:
         whose values are tested untrimmed (see :data:`CELL_TRIM`).  ``shared`` (n, p, bool): the
         cells whose value many rows of the column hold (:func:`shared_values`), which a trimmed
         value test never leaves out, nor a residual test in the columns ``few`` (p, bool; see
-        :func:`few_valued`)."""
+        :func:`few_valued`).  ``bands`` (n, p, bool): the cells of a band (:func:`far_bands`),
+        whose rows' cells no test leaves out, in any column."""
         # A residual's surprise is exponential where the model holds: its tail takes the posterior
         # mean shape, not the average of the shapes' p-values (see TailModel.fit).  A value many
         # rows share is still tested against the rest of its row (an age of 21 is common, and
@@ -359,7 +360,7 @@ def far_bands(
     the rest stay one to fifteen nights, lie beyond any tail the other stays
     allow, each length held by one or two rows: no value many rows share
     marks them (:func:`shared_values`), nor a category.  But the table
-    vouches for each: its city tax is the hotel's rate times its guests
+    vouches for each: its city tax is the hotel's fee times its guests
     times those nights, and its total those nights times the rate plus the
     tax, to the cent.  A typed error breaks such a relation; many values
     beyond a column's tail that keep them are the column's second mode, as

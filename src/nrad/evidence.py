@@ -126,7 +126,9 @@ class ChannelTails:
         sample, the rows' levels (n, columns; -1 none) that a row score's tail reads apart when it
         leaves most of a level's rows out (:func:`level_shifts`).  ``shared``: the cells whose value
         many rows hold (:func:`nrad.cells.shared_values`), which no value test's trim leaves out, nor
-        a residual test's in the columns ``few`` (see :meth:`NumericCellTests.fit`)."""
+        a residual test's in the columns ``few`` (see :meth:`NumericCellTests.fit`).  ``bands``: in
+        sample, the cells of the bands the table vouches for (:func:`nrad.cells.far_bands`): each
+        band is a level of ``strata`` too, and its rows' cells are kept by every cell test."""
         light = in_sample and apart and not small
         trim = (lambda share: share) if in_sample else (lambda share: None)  # noqa: E731
         strata = _with_bands(strata, bands)

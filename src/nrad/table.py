@@ -747,6 +747,7 @@ def fit_table(
         in_units = model.raw_values(prep)
         model.walls = Walls.fit(in_units, numeric.discrete)
         model.identities = Identities.fit(in_units, enc.codes, n_codes, random_state)
+        # A band is vouched for by the identities its rows keep: found once they are fitted.
         if first is not None:
             segments = model.cell_segments
             off = None if segments is None else segments.mask(enc.codes, spread.shape[1])
