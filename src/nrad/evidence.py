@@ -127,11 +127,10 @@ class ChannelTails:
         leaves most of a level's rows out (:func:`level_shifts`).  ``shared``: the cells whose value
         many rows hold (:func:`nrad.cells.shared_values`), which no value test's trim leaves out, nor
         a residual test's in the columns ``few`` (see :meth:`NumericCellTests.fit`).  ``bands``: in
-        sample, the cells of the bands the table vouches for (:func:`nrad.cells.far_bands`): each
-        band is a level of ``strata`` too, and its rows' cells are kept by every cell test."""
+        sample, the cells of the bands the table vouches for (:func:`nrad.cells.far_bands`), whose
+        rows' cells are kept by every cell test (each band is a level of ``strata`` too)."""
         light = in_sample and apart and not small
         trim = (lambda share: share) if in_sample else (lambda share: None)  # noqa: E731
-        strata = _with_bands(strata, bands)
         row, row_shift = _stratified(scores, trim(SCORE_TRIM), MAX_SHAPE, strata)
         density_tail, density_shift = (
             (None, None)
@@ -200,15 +199,6 @@ class ChannelTails:
             NumericCellTests.from_state(meta["cells"], arrays, "tails.cells.") if "cells" in meta else None
         )
         return cls(row, tail("density"), tail("distance"), cells)
-
-
-def _with_bands(strata: np.ndarray | None, bands: np.ndarray | None) -> np.ndarray | None:
-    """``strata`` with a level for each column's band (:func:`nrad.cells.far_bands`)."""
-    if bands is None:
-        return strata
-    parts = [] if strata is None else [strata]
-    parts += [np.where(bands[:, [j]], 0, -1) for j in np.flatnonzero(bands.any(axis=0))]
-    return np.hstack(parts)
 
 
 def _stratified(

@@ -276,15 +276,13 @@ class Identities:
         level_blamed = np.zeros((n, codes.shape[1]), dtype=bool)
         if not self.n_identities or not n:
             return blamed, level_blamed
-        cleared = np.zeros((n, p), dtype=bool)
         with np.errstate(invalid="ignore"):
             distance = self.distances(values) if distance is None else distance
             breaks, keeps = distance.T > BROKEN_MARGIN, distance.T <= 1.0
+        cleared = self.kept(values, codes, distance)
         for k in range(self.n_identities):
             f = self.feature[k]
             mine = np.ones(n, dtype=bool) if f < 0 else codes[:, f] == self.level[k]
-            involved = self.involved(k)
-            cleared[np.ix_(mine & keeps[k], involved)] = True
             broke = mine & breaks[k]
             if f >= 0:
                 same = (
@@ -293,7 +291,7 @@ class Identities:
                 elsewhere = np.any([keeps[m] for m in np.flatnonzero(same)], axis=0) if same.any() else False
                 level_blamed[:, f] |= broke & elsewhere
                 broke &= ~elsewhere
-            blamed[np.ix_(broke, involved)] = True
+            blamed[np.ix_(broke, self.involved(k))] = True
         # Of two categories blamed (a country and its currency), the coarser: the one whose fewer
         # levels carry the identity.
         if codes.shape[1]:
@@ -305,15 +303,16 @@ class Identities:
         suspect = blamed & ~cleared
         return np.where(suspect.any(axis=1, keepdims=True), suspect, blamed), level_blamed
 
-    def kept(self, values: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    def kept(self, values: np.ndarray, codes: np.ndarray, distance: np.ndarray | None = None) -> np.ndarray:
         """(n, p) True at the numeric cells an identity involves (:meth:`involved`) that their row
-        keeps to within rounding, in the identity's level: the table vouches for their values."""
+        keeps to within rounding, in the identity's level: the table vouches for their values.
+        ``distance``: the rows' :meth:`distances`, when already computed."""
         values = np.asarray(values, dtype=np.float64)
         out = np.zeros(values.shape, dtype=bool)
         if not self.n_identities:
             return out
         with np.errstate(invalid="ignore"):
-            keeps = self.distances(values) <= 1.0
+            keeps = (self.distances(values) if distance is None else distance) <= 1.0
         for k in range(self.n_identities):
             f = self.feature[k]
             mine = keeps[:, k] if f < 0 else keeps[:, k] & (codes[:, f] == self.level[k])

@@ -632,7 +632,7 @@ def fit_table(
     model.folds = rng.permutation(len(features)) % n_folds
     prep = Prepared(numeric.shape(enc.numeric), codes, enc.counts, enc.missing)
     distances, spread, segment, batch, own_cell_tests, two_valued = None, None, False, False, None, None
-    shared, few_levels, bands, first = None, None, None, None
+    shared, few_levels, bands, first, off = None, None, None, None, None
     if enc.numeric.shape[1]:
         # Dequantized values (integers spread over their unit cell) train the flows; scoring
         # reads the values as they are.  Absent cells are filled with random observed values
@@ -749,8 +749,6 @@ def fit_table(
         model.identities = Identities.fit(in_units, enc.codes, n_codes, random_state)
         # A band is vouched for by the identities its rows keep: found once they are fitted.
         if first is not None:
-            segments = model.cell_segments
-            off = None if segments is None else segments.mask(enc.codes, spread.shape[1])
             bands = far_bands(first, spread, model.identities.kept(in_units, enc.codes), off)
             if bands is not None and own_cell_tests is not None:
                 own_cell_tests = NumericCellTests.fit(
@@ -786,7 +784,7 @@ def fit_table(
         apart=batch,
         cell_tests=own_cell_tests,
         levels=two_valued,
-        strata=_strata(codes, enc.numeric, two_valued, shared),
+        strata=_strata(codes, enc.numeric, two_valued, shared, bands),
         shared=shared,
         few=few_levels,
         bands=bands,
@@ -796,12 +794,17 @@ def fit_table(
 
 
 def _strata(
-    codes: np.ndarray, numeric: np.ndarray, two_valued: np.ndarray | None, shared: np.ndarray | None = None
+    codes: np.ndarray,
+    numeric: np.ndarray,
+    two_valued: np.ndarray | None,
+    shared: np.ndarray | None = None,
+    bands: np.ndarray | None = None,
 ) -> np.ndarray:
     """The levels a table's own row tails may read apart (nrad.evidence.level_shifts): its
     categorical features' and indicators' codes, the values of its numeric columns of two values
     (``two_valued``; a flag that 1.5% of the rows hold is a number, not a category), and the values
-    many rows of a numeric column share (``shared``, :func:`nrad.cells.shared_values`), -1 where
+    many rows of a numeric column share (``shared``, :func:`nrad.cells.shared_values`), and each
+    column's band the table vouches for (``bands``, :func:`nrad.cells.far_bands`), -1 where
     absent."""
     parts = [codes]
     if two_valued is not None and two_valued.any():
@@ -812,6 +815,8 @@ def _strata(
         for j in np.flatnonzero(shared.any(axis=0) & ~(two_valued if two_valued is not None else False)):
             _, inverse = np.unique(np.nan_to_num(numeric[:, j], nan=np.inf), return_inverse=True)
             parts.append(np.where(shared[:, j], inverse, -1)[:, None])
+    if bands is not None:
+        parts += [np.where(bands[:, [j]], 0, -1) for j in np.flatnonzero(bands.any(axis=0))]
     return np.hstack(parts)
 
 
