@@ -183,6 +183,18 @@ def test_heavy_symmetric_tails_are_pulled_in_and_gaussian_ones_are_left() -> Non
     assert numeric.tail_weight[0] < 0.6 and numeric.tail_weight[1] == 1.0
 
 
+def test_a_share_of_far_values_beyond_what_the_quantiles_leave_out_does_not_make_the_tail_heavy() -> None:
+    # 1.5% of the readings 20 sd off, all on one side: more than the 1% the tail weight's quantiles
+    # leave out, and each far beyond the bulk of the rest.
+    rng = np.random.default_rng(5)
+    readings = rng.normal(50.0, 5.0, (3000, 1))
+    readings[:45] += 100.0
+    numeric = NumericModel.fit(readings, np.zeros((3000, 0), dtype=np.int64), [], rng)
+    assert numeric.tail_weight[0] == 1.0
+    z = numeric.standardize(numeric.shape(readings), np.zeros((3000, 0), dtype=np.int64))[:, 0]
+    assert z[:45].min() > 4 * np.abs(z[45:]).max()
+
+
 def test_tail_terms_are_the_transforms_log_jacobian() -> None:
     """-log T'(r) (up to the constant -log delta) of z = T(r): the score is a density of the residual."""
     rng = np.random.default_rng(4)
