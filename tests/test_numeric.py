@@ -195,6 +195,19 @@ def test_a_share_of_far_values_beyond_what_the_quantiles_leave_out_does_not_make
     assert z[:45].min() > 4 * np.abs(z[45:]).max()
 
 
+def test_far_values_that_many_rows_share_still_set_the_tail_weight() -> None:
+    # Payment terms by segment: 0 or 14 days in two segments (14 in 30% of their rows), 30 or 60
+    # in the third.  The 14s lie far beyond the bulk that the 0s leave spread, and are the
+    # column's all the same: cut from the tail weight's fit, they left it at 1 (no heavy tail),
+    # and clean invoices of a 3,000-row table were flagged by their VAT beside them.
+    rng = np.random.default_rng(7)
+    segment = rng.choice(3, size=3000, p=[0.3, 0.5, 0.2])
+    retail = rng.choice([0.0, 14.0], size=3000, p=[0.7, 0.3])
+    terms = np.where(segment < 2, retail, rng.choice([30.0, 60.0], size=3000))[:, None]
+    numeric = NumericModel.fit(terms, segment[:, None].astype(np.int64), [5], rng)
+    assert numeric.parent[0] == 0 and numeric.tail_weight[0] < 0.5
+
+
 def test_tail_terms_are_the_transforms_log_jacobian() -> None:
     """-log T'(r) (up to the constant -log delta) of z = T(r): the score is a density of the residual."""
     rng = np.random.default_rng(4)

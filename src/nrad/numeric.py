@@ -100,10 +100,12 @@ HUGE = 1e300
 #: Smallest sinh-arcsinh tail weight (1: no change; 0.25 turns t_1 tails into near-Gaussian ones).
 MIN_TAIL_WEIGHT = 0.25
 #: The tail weight is fitted on the values between these quantiles that lie within BULK_SD robust
-#: sd of the median: a few wild values among the training rows must not decide how heavy the tails
-#: are, nor more of them than the quantiles leave out (40 amounts with a lost decimal point among
-#: 3,000, all on one side, set a tail weight of 0.36 that pulled them in from 13 to 1.5 sd, where
-#: no member saw them).
+#: sd of the median or that many rows share (nrad.cells.shared_values): a few wild values among the
+#: training rows must not decide how heavy the tails are, nor more of them than the quantiles leave
+#: out (40 amounts with a lost decimal point among 3,000, all on one side, set a tail weight of 0.36
+#: that pulled them in to 1.5 sd, where no member saw them); but the values of a count or a term
+#: that many rows hold (payment terms of 30, 60 and 90 days) are the column's, however few rows its
+#: median value leaves spread.
 TAIL_FIT = (0.01, 0.99)
 #: Numeric features whose z correlate at least this much are repaired as a pair too (explanations).
 RELATED = 0.5
@@ -160,6 +162,10 @@ class NumericModel:
         p = numeric.shape[1]
         discrete = np.array([lattice_spacing(numeric[:, j]) for j in range(p)], dtype=np.float64)
         exact = numeric  # before dequantization: a level's spike is one value here
+        # Imported here: nrad.cells reads this module's lattices.
+        from nrad.cells import shared_values
+
+        shared = shared_values(exact)
         numeric = dequantize(numeric, discrete, rng)
         magnitude, exponent, tail_weight = np.ones(p), np.ones(p), np.ones(p)
         n_values = np.isfinite(numeric).sum(axis=0).astype(np.int64)
@@ -184,7 +190,7 @@ class NumericModel:
             residual = _predictive(_standardize_one(y, codes[seen], *contexts[-1]), int(n_values[j]))
             # The tail weight is a property of the residuals given the context:
             # amounts of 50 merchants look heavy-tailed together, not within one.
-            tail_weight[j] = _tail_weight(_central(residual, TAIL_FIT, _bulk(residual)))
+            tail_weight[j] = _tail_weight(_central(residual, TAIL_FIT, _bulk(residual) | shared[seen, j]))
             z = _sinh_arcsinh(residual, tail_weight[j])
             zs[seen, j] = z
             if len(z):
