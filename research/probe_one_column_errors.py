@@ -2,11 +2,10 @@
 
 A clean table (``--family transactions``: ``nrad.synthetic.make_transactions``; ``orders``: the
 web-shop orders of ``research/probe_far_bands.py`` without wholesale rows, and without the rows of
-its ten planted errors), then
-``--counts`` rows whose value of one column (amount; total) is multiplied by ``--factors`` (100: a
-decimal point lost; 10: a digit too many), each table scored as ``nrad detect`` scores it (fitted on
-itself, Benjamini-Hochberg at ``--fdr``).  Printed per table: planted rows, planted rows flagged,
-other rows flagged.
+its ten planted errors), then ``--counts`` rows whose value of one column (amount; total) is
+multiplied by ``--factors`` (100: a decimal point lost; 10: a digit too many), each table scored as
+``nrad detect`` scores it (fitted on itself, Benjamini-Hochberg at ``--fdr``).  Printed per table:
+the planted rows flagged and the other rows flagged.
 
     python research/probe_one_column_errors.py --family transactions --factors 100,10 \\
         --counts 10,20,40,60,90 --seeds 0-2

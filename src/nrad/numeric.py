@@ -102,10 +102,10 @@ MIN_TAIL_WEIGHT = 0.25
 #: The tail weight is fitted on the values between these quantiles that lie within BULK_SD robust
 #: sd of the median or that many rows share (nrad.cells.shared_values): a few wild values among the
 #: training rows must not decide how heavy the tails are, nor more of them than the quantiles leave
-#: out (40 amounts with a lost decimal point among 3,000, all on one side, set a tail weight of 0.36
-#: that pulled them in to 1.5 sd, where no member saw them); but the values of a count or a term
-#: that many rows hold (payment terms of 30, 60 and 90 days) are the column's, however few rows its
-#: median value leaves spread.
+#: out (40 amounts with a lost decimal point among 3,000, all on one side, set a tail weight of 0.33
+#: that pulled them in to where the clean amounts lie, and no member saw them); but the values of a
+#: count or a term that many rows hold (payment terms of 14 days where most are 0) are the column's,
+#: however narrow the bulk its commonest value leaves.
 TAIL_FIT = (0.01, 0.99)
 #: Numeric features whose z correlate at least this much are repaired as a pair too (explanations).
 RELATED = 0.5
