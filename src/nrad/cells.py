@@ -45,7 +45,7 @@ import numpy as np
 
 from nrad.calibration import TailModel
 from nrad.categories import CategoryModel
-from nrad.numeric import LATTICE_MIN_LEVELS, mostly_on_lattice, off_lattice
+from nrad.numeric import LATTICE_MIN_LEVELS, SHARED_MIN_ROWS, mostly_on_lattice, off_lattice
 
 #: A numeric column with fewer present values than this gets ranks only, no fitted tail.
 MIN_CELL_VALUES = 100
@@ -150,7 +150,7 @@ class NumericCellTests:
         ``trim``: see :meth:`nrad.calibration.TailModel.fit`.  ``levels`` (p, bool): the columns
         of two values, spread over the gap between them (:func:`nrad.gaussian.spread_levels`),
         whose values are tested untrimmed (see :data:`CELL_TRIM`).  ``shared`` (n, p, bool): the
-        cells whose value many rows of the column hold (:func:`shared_values`), which a trimmed
+        cells whose value many rows of the column hold (:func:`nrad.numeric.shared_values`), which a trimmed
         value test never leaves out, nor a residual test in the columns ``few`` (p, bool; see
         :func:`few_valued`).  ``bands`` (n, p, bool): the cells of a band (:func:`far_bands`),
         whose rows' cells no test leaves out, in any column."""
@@ -251,7 +251,7 @@ _SIDES = ("upper", "lower", "value_upper", "value_lower", "column_upper", "colum
 #: share of them hold what marks it: a value of a numeric column that the column's in-sample tails
 #: leave out (:meth:`NumericCellTests.left_out`), or a robust distance that stands apart
 #: (:func:`nrad.table._is_segment`).
-SEGMENT_MIN_ROWS = 10
+SEGMENT_MIN_ROWS = SHARED_MIN_ROWS
 SEGMENT_SHARE = 0.5
 
 
@@ -328,25 +328,6 @@ class CellSegments:
         return cls(feature, category, code)
 
 
-def shared_values(numbers: np.ndarray) -> np.ndarray:
-    """(n, p) True where a cell's value (``numbers`` as the table holds them, NaN absent) is held
-    by at least ``SEGMENT_MIN_ROWS`` rows of its column.
-
-    A price that 99 of 13,705 purchases paid (0.17 where the rest paid 0.59
-    to 0.70) is the column's, not 99 errors: in sample a value test's trim,
-    which leaves out a side's top 1% as possible anomalies, would leave out
-    exactly the rarer prices and call each of them impossible.  Such cells
-    are never left out (:meth:`nrad.calibration.TailModel.fit`, ``keep_at``);
-    a column of two values is the case where both values are held so.
-    """
-    out = np.zeros(numbers.shape, dtype=bool)
-    for j in range(numbers.shape[1]):
-        seen = np.isfinite(numbers[:, j])
-        _, inverse, counts = np.unique(numbers[seen, j], return_inverse=True, return_counts=True)
-        out[seen, j] = counts[inverse] >= SEGMENT_MIN_ROWS
-    return out
-
-
 def far_bands(
     tests: NumericCellTests, columns: np.ndarray, vouched: np.ndarray, off: np.ndarray | None = None
 ) -> np.ndarray | None:
@@ -359,7 +340,7 @@ def far_bands(
     Stays of three to four weeks that 18 of 3,000 hotel bookings hold, where
     the rest stay one to fifteen nights, lie beyond any tail the other stays
     allow, each length held by one or two rows: no value many rows share
-    marks them (:func:`shared_values`), nor a category.  But the table
+    marks them (:func:`nrad.numeric.shared_values`), nor a category.  But the table
     vouches for each: its city tax is the hotel's fee times its guests
     times those nights, and its total those nights times the rate plus the
     tax, to the cent.  A typed error breaks such a relation; many values

@@ -125,7 +125,7 @@ class ChannelTails:
         the numeric columns of two values (see :meth:`NumericCellTests.fit`).  ``strata``: in
         sample, the rows' levels (n, columns; -1 none) that a row score's tail reads apart when it
         leaves most of a level's rows out (:func:`level_shifts`).  ``shared``: the cells whose value
-        many rows hold (:func:`nrad.cells.shared_values`), which no value test's trim leaves out, nor
+        many rows hold (:func:`nrad.numeric.shared_values`), which no value test's trim leaves out, nor
         a residual test's in the columns ``few`` (see :meth:`NumericCellTests.fit`).  ``bands``: in
         sample, the cells of the bands the table vouches for (:func:`nrad.cells.far_bands`), whose
         rows' cells are kept by every cell test (each band is a level of ``strata`` too)."""

@@ -100,13 +100,16 @@ HUGE = 1e300
 #: Smallest sinh-arcsinh tail weight (1: no change; 0.25 turns t_1 tails into near-Gaussian ones).
 MIN_TAIL_WEIGHT = 0.25
 #: The tail weight is fitted on the values between these quantiles that lie within BULK_SD robust
-#: sd of the median or that many rows share (nrad.cells.shared_values): a few wild values among the
+#: sd of the median or that many rows share (shared_values): a few wild values among the
 #: training rows must not decide how heavy the tails are, nor more of them than the quantiles leave
 #: out (40 amounts with a lost decimal point among 3,000, all on one side, set a tail weight of 0.33
 #: that pulled them in to where the clean amounts lie, and no member saw them); but the values of a
 #: count or a term that many rows hold (payment terms of 14 days where most are 0) are the column's,
 #: however narrow the bulk its commonest value leaves.
 TAIL_FIT = (0.01, 0.99)
+#: A value that at least this many rows of its column hold is the column's, not as many errors
+#: (shared_values); a category level of as many rows can be a segment (nrad.cells).
+SHARED_MIN_ROWS = 10
 #: Numeric features whose z correlate at least this much are repaired as a pair too (explanations).
 RELATED = 0.5
 #: Columns whose pair correlations are computed at once (a block times all columns in memory).
@@ -162,9 +165,6 @@ class NumericModel:
         p = numeric.shape[1]
         discrete = np.array([lattice_spacing(numeric[:, j]) for j in range(p)], dtype=np.float64)
         exact = numeric  # before dequantization: a level's spike is one value here
-        # Imported here: nrad.cells reads this module's lattices.
-        from nrad.cells import shared_values
-
         shared = shared_values(exact)
         numeric = dequantize(numeric, discrete, rng)
         magnitude, exponent, tail_weight = np.ones(p), np.ones(p), np.ones(p)
@@ -512,6 +512,25 @@ def _central(x: np.ndarray, quantiles: tuple[float, float], bulk: np.ndarray | N
     lo, hi = np.quantile(x, quantiles)
     inside = (x >= lo) & (x <= hi)
     return x[inside if bulk is None else inside & bulk]
+
+
+def shared_values(numbers: np.ndarray) -> np.ndarray:
+    """(n, p) True where a cell's value (``numbers`` as the table holds them, NaN absent) is held
+    by at least ``SHARED_MIN_ROWS`` rows of its column.
+
+    A price that 99 of 13,705 purchases paid (0.17 where the rest paid 0.59
+    to 0.70) is the column's, not 99 errors: in sample a value test's trim,
+    which leaves out a side's top 1% as possible anomalies, would leave out
+    exactly the rarer prices and call each of them impossible.  Such cells
+    are never left out (:meth:`nrad.calibration.TailModel.fit`, ``keep_at``);
+    a column of two values is the case where both values are held so.
+    """
+    out = np.zeros(numbers.shape, dtype=bool)
+    for j in range(numbers.shape[1]):
+        seen = np.isfinite(numbers[:, j])
+        _, inverse, counts = np.unique(numbers[seen, j], return_inverse=True, return_counts=True)
+        out[seen, j] = counts[inverse] >= SHARED_MIN_ROWS
+    return out
 
 
 def related_pairs(z: np.ndarray) -> np.ndarray:

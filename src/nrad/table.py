@@ -53,7 +53,6 @@ from nrad.cells import (
     far_bands,
     few_valued,
     levels_mostly_held,
-    shared_values,
 )
 from nrad.encoding import (
     SPIKE,
@@ -72,7 +71,7 @@ from nrad.fusion import MEMBERS, NEW_ROW_MEMBERS, Fusion
 from nrad.gaussian import READINGS, Relations, RobustGaussian, fit_per_fold, hot_deck, spread_levels
 from nrad.identities import Identities
 from nrad.nrde import NRDE, fit_together
-from nrad.numeric import FEW_VALUES, NumericModel, dequantize
+from nrad.numeric import FEW_VALUES, NumericModel, dequantize, shared_values
 from nrad.preprocess import TableSchema, encode, fit_schema
 from nrad.results import EXPLAIN_TOP, beside_input, check_explain, rows_to_explain, strongest_first
 from nrad.rowwise import rows_times
@@ -803,7 +802,7 @@ def _strata(
     """The levels a table's own row tails may read apart (nrad.evidence.level_shifts): its
     categorical features' and indicators' codes, the values of its numeric columns of two values
     (``two_valued``; a flag that 1.5% of the rows hold is a number, not a category), and the values
-    many rows of a numeric column share (``shared``, :func:`nrad.cells.shared_values`), and each
+    many rows of a numeric column share (``shared``, :func:`nrad.numeric.shared_values`), and each
     column's band the table vouches for (``bands``, :func:`nrad.cells.far_bands`), -1 where
     absent."""
     parts = [codes]
