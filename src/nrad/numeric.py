@@ -159,13 +159,19 @@ class NumericModel:
 
     @classmethod
     def fit(
-        cls, numeric: np.ndarray, codes: np.ndarray, n_codes: list[int], rng: np.random.Generator
+        cls,
+        numeric: np.ndarray,
+        codes: np.ndarray,
+        n_codes: list[int],
+        rng: np.random.Generator,
+        shared: np.ndarray | None = None,
     ) -> NumericModel:
-        """Fit on training rows (``numeric`` NaN where missing); ``rng`` draws the dequantization."""
+        """Fit on training rows (``numeric`` NaN where missing); ``rng`` draws the dequantization.
+        ``shared``: :func:`shared_values` of ``numeric``, when already computed."""
         p = numeric.shape[1]
         discrete = np.array([lattice_spacing(numeric[:, j]) for j in range(p)], dtype=np.float64)
         exact = numeric  # before dequantization: a level's spike is one value here
-        shared = shared_values(exact)
+        shared = shared_values(exact) if shared is None else shared
         numeric = dequantize(numeric, discrete, rng)
         magnitude, exponent, tail_weight = np.ones(p), np.ones(p), np.ones(p)
         n_values = np.isfinite(numeric).sum(axis=0).astype(np.int64)

@@ -621,7 +621,9 @@ def fit_table(
     enc = encode(schema, features, what)
     rng = np.random.default_rng(random_state)
     n_codes = [len(labels) for labels in schema.categorical_labels]
-    numeric = NumericModel.fit(enc.numeric, enc.codes, n_codes, rng)
+    # The values many rows share: read by the tail weights here and by the cell tests below.
+    shared_cells = shared_values(enc.numeric)
+    numeric = NumericModel.fit(enc.numeric, enc.codes, n_codes, rng, shared_cells)
     codes = np.hstack([enc.codes, indicator_codes(schema, enc)])
     categories = CategoryModel.fit(codes, n_codes + [len(labels) for labels in indicator_labels(schema)])
     info["detector"] = detector
@@ -713,7 +715,7 @@ def fit_table(
         # A level most of whose rows hold a value the column's tails leave out is a segment of
         # the table (backups to one server): those cells calibrate no tail and are not tested,
         # and its rows train the flows and the other members (their far values are the level's).
-        shared = shared_values(enc.numeric)
+        shared = shared_cells
         few_levels = few_valued(enc.numeric)
         first = NumericCellTests.fit(residuals, values, spread, CELL_TRIM, two_valued, shared, few_levels)
         left_out = first.left_out(residuals, values, spread)
