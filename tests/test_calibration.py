@@ -98,6 +98,30 @@ def test_a_cluster_standing_apart_is_trimmed_whole_and_does_not_calibrate_itself
     assert untrimmed.n_trimmed == 0 and untrimmed.p_values(cluster).min() > 1e-3
 
 
+def test_a_second_cluster_between_the_first_and_the_rest_is_trimmed_too() -> None:
+    # Ten rows far out and four between them and the rest (a table's bad and its good leverage
+    # points): the widest spacing is above the ten, and the four were fitted as tail.
+    found = []
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        normal = np.sort(rng.exponential(1.0, 300))
+        second = normal[-1] + rng.uniform(4.0, 6.0, size=4)
+        first = normal[-1] + rng.uniform(80.0, 100.0, size=10)
+        found.append(gap_trim(np.sort(np.r_[normal, second, first]), 157, 0.25))
+    assert found == [14] * 10
+
+
+def test_below_one_far_score_an_exponential_tail_shows_no_second_gap() -> None:
+    # The scan below a gap keeps the first scan's level: on 20 tails it trims the far score alone
+    # (at 1% a second gap would be read in about one of them).
+    rng = np.random.default_rng(9)
+    trims = []
+    for _ in range(20):
+        normal = np.sort(rng.exponential(1.0, 3000))
+        trims.append(gap_trim(np.r_[normal, normal[-1] + 30.0], 1500, 0.25))
+    assert sum(t == 1 for t in trims) >= 19, trims
+
+
 def test_no_gap_no_trim_on_exponential_and_tied_scores() -> None:
     rng = np.random.default_rng(5)
     trims = [gap_trim(np.sort(rng.exponential(1.0, 3000)), 300, 0.25) for _ in range(20)]

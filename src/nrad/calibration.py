@@ -487,9 +487,32 @@ def gap_trim(calib: np.ndarray, k: int, max_trim_share: float) -> int:
     scores above it are trimmed: a cluster of anomalies standing apart from
     the normal rows (a broken batch) is left out whole.  Anomalies spread
     along the tail leave no such gap.
+
+    The scores below a gap are scanned again, their ranks counted from it,
+    for a cluster no larger than the one above it, at the first scan's
+    level: a second cluster (ten rows far out, four more between them and
+    the rest) stands apart from the rest by a gap narrower than the first's,
+    which the widest spacing does not find.  The first scan reaches deep
+    into the tail, where the scores' body bends away from the fitted
+    exponential; a second scan as deep would read that bend as gaps on
+    tables with no anomalies.
     """
     n = calib.size
     most = min(int(max_trim_share * n), k // 2)
+    level = GAP_LEVEL / max(most, 1)
+    trimmed = _first_gap(calib, k, most, level)
+    last = trimmed
+    while last and trimmed < most:
+        last = _first_gap(calib[: n - trimmed], k - trimmed, min(most - trimmed, last), level)
+        trimmed += last
+    return trimmed
+
+
+def _first_gap(calib: np.ndarray, k: int, most: int, level: float) -> int:
+    """How many of the top sorted scores ``calib`` lie above the widest gap of :func:`gap_trim`'s
+    scan over the top ``k``, from the ``most``-th score up, each spacing tested at ``level``
+    (0: no gap)."""
+    most = min(most, k // 2)
     if most < 1:
         return 0
     top = calib[::-1][: k + 1]
@@ -498,7 +521,6 @@ def gap_trim(calib: np.ndarray, k: int, max_trim_share: float) -> int:
         return 0
     spacings = np.arange(1, k + 1) * (top[:-1] - top[1:])  # spacings[i - 1] = D_i
     after = np.cumsum(spacings[::-1])[::-1]  # after[i] = D_{i+1} + ... + D_k
-    level = GAP_LEVEL / most
     for i in range(most, 0, -1):
         m = k - i
         if spacings[i - 1] <= 0:
