@@ -128,20 +128,23 @@ class ChannelTails:
         many rows hold (:func:`nrad.numeric.shared_values`), which no value test's trim leaves out, nor
         a residual test's in the columns ``few`` (see :meth:`NumericCellTests.fit`).  ``bands``: in
         sample, the cells of the bands the table vouches for (:func:`nrad.cells.far_bands`), whose
-        rows' cells are kept by every cell test (each band is a level of ``strata`` too)."""
+        rows' cells are kept by every cell test (and each band's rows a level the row tails read
+        apart, :func:`level_shifts`)."""
         light = in_sample and apart and not small
         trim = (lambda share: share) if in_sample else (lambda share: None)  # noqa: E731
-        row, row_shift = _stratified(scores, trim(SCORE_TRIM), MAX_SHAPE, strata)
+        row, row_shift = _stratified(scores, trim(SCORE_TRIM), MAX_SHAPE, strata, bands)
         density_tail, density_shift = (
             (None, None)
             if density is None
-            else _stratified(density, trim(SCORE_TRIM), DENSITY_MAX_SHAPE if light else MAX_SHAPE, strata)
+            else _stratified(
+                density, trim(SCORE_TRIM), DENSITY_MAX_SHAPE if light else MAX_SHAPE, strata, bands
+            )
         )
         distance_tail, distance_shift = (
             (None, None)
             if distances is None
             else _stratified(
-                distances, trim(DISTANCE_TRIM if cluster else SCORE_TRIM), CELL_MAX_SHAPE, strata
+                distances, trim(DISTANCE_TRIM if cluster else SCORE_TRIM), CELL_MAX_SHAPE, strata, bands
             )
         )
         return cls(
@@ -202,23 +205,30 @@ class ChannelTails:
 
 
 def _stratified(
-    scores: np.ndarray, trim: tuple[float, float] | None, max_shape: float, strata: np.ndarray | None
+    scores: np.ndarray,
+    trim: tuple[float, float] | None,
+    max_shape: float,
+    strata: np.ndarray | None,
+    bands: np.ndarray | None = None,
 ) -> tuple[TailModel, np.ndarray | None]:
     """The tail of a row score, fitted with ``trim``, and what each row's score loses first (None:
-    nothing) when the fit leaves most of a level's rows out (:func:`level_shifts`)."""
+    nothing) when the fit leaves most of a level's rows out, or any of a band's
+    (:func:`level_shifts`)."""
     tail = TailModel.fit(scores, trim, max_shape)
     if trim is None or strata is None or not tail.n_trimmed:
         return tail, None
-    shift = level_shifts(scores, tail.left_out(scores), strata)
+    shift = level_shifts(scores, tail.left_out(scores), strata, bands)
     if shift is None:
         return tail, None
     return TailModel.fit(scores - shift, trim, max_shape), shift
 
 
-def level_shifts(scores: np.ndarray, left_out: np.ndarray, strata: np.ndarray) -> np.ndarray | None:
+def level_shifts(
+    scores: np.ndarray, left_out: np.ndarray, strata: np.ndarray, bands: np.ndarray | None = None
+) -> np.ndarray | None:
     """What each row's score loses before an in-sample tail reads it: for the rows of a level most
-    of whose rows that tail ``left_out`` (:meth:`nrad.calibration.TailModel.left_out`), what reads
-    them against each other (None: no such level).
+    of whose rows that tail ``left_out`` (:meth:`nrad.calibration.TailModel.left_out`), or of a
+    band any of whose rows it leaves out, what reads them against each other (None: no such level).
 
     A level of ``SEGMENT_MIN_ROWS`` or more rows, ``SEGMENT_SHARE`` of them
     among the scores a table's own tail leaves out, is the table's trait, as
@@ -233,14 +243,22 @@ def level_shifts(scores: np.ndarray, left_out: np.ndarray, strata: np.ndarray) -
     still left out.  A broken batch is a small part of its levels' rows and
     is not read apart.  ``strata``: (n, columns) level codes, -1 where a row
     has none.
+
+    A band of a column that the table vouches for (``bands``, (n, p) bool,
+    :func:`nrad.cells.far_bands`) is its second mode whatever share of it a
+    tail leaves out, and is read apart once that tail leaves out any of it:
+    three-week stays in hotels where most guests stay one to three nights
+    stand out, while at a resort, where guests stay up to a fortnight, they
+    do not, and the half of a band that stood out was flagged as errors.
     """
+    vouched = [] if bands is None else [rows for rows in bands.T if rows.any() and left_out[rows].any()]
     levels = [
         rows
         for column in strata.T
         for code in levels_mostly_held(left_out, column)
         # no level (-1), or every row's: nothing to read it against
         if code >= 0 and not (rows := column == code).all()
-    ]
+    ] + [rows for rows in vouched if not rows.all()]
     if not levels:
         return None
     shift = _level_effects(scores, levels)

@@ -785,7 +785,7 @@ def fit_table(
         apart=batch,
         cell_tests=own_cell_tests,
         levels=two_valued,
-        strata=_strata(codes, enc.numeric, two_valued, shared, bands),
+        strata=_strata(codes, enc.numeric, two_valued, shared),
         shared=shared,
         few=few_levels,
         bands=bands,
@@ -799,14 +799,13 @@ def _strata(
     numeric: np.ndarray,
     two_valued: np.ndarray | None,
     shared: np.ndarray | None = None,
-    bands: np.ndarray | None = None,
 ) -> np.ndarray:
     """The levels a table's own row tails may read apart (nrad.evidence.level_shifts): its
     categorical features' and indicators' codes, the values of its numeric columns of two values
     (``two_valued``; a flag that 1.5% of the rows hold is a number, not a category), and the values
-    many rows of a numeric column share (``shared``, :func:`nrad.numeric.shared_values`), and each
-    column's band the table vouches for (``bands``, :func:`nrad.cells.far_bands`), -1 where
-    absent."""
+    many rows of a numeric column share (``shared``, :func:`nrad.numeric.shared_values`), -1 where
+    absent.  The bands the table vouches for are read apart on their own terms (``bands`` of
+    :meth:`nrad.evidence.ChannelTails.fit`)."""
     parts = [codes]
     if two_valued is not None and two_valued.any():
         flags = numeric[:, two_valued]
@@ -816,8 +815,6 @@ def _strata(
         for j in np.flatnonzero(shared.any(axis=0) & ~(two_valued if two_valued is not None else False)):
             _, inverse = np.unique(np.nan_to_num(numeric[:, j], nan=np.inf), return_inverse=True)
             parts.append(np.where(shared[:, j], inverse, -1)[:, None])
-    if bands is not None:
-        parts += [np.where(bands[:, [j]], 0, -1) for j in np.flatnonzero(bands.any(axis=0))]
     return np.hstack(parts)
 
 
