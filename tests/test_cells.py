@@ -119,6 +119,39 @@ def test_a_small_tables_thin_count_tail_is_no_wall() -> None:
     assert walls.low.tolist() == [1.0, 0.0] and walls.high[0] == 5.0
 
 
+def test_a_count_thinning_out_to_its_largest_value_is_no_wall_there() -> None:
+    """150 shipments' transit days: 48 rows at 3, 27 at 4, 18 at 5, 10 at 6.  The 10 rows at 6
+    are 1% of the rows and more than half the 5s, but the values thin out there: about 5.6 rows
+    would lie at 7 were they to go on so, and none in 150 is no evidence that 7 is impossible."""
+    from nrad.cells import Walls
+
+    days = np.repeat([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [14, 30, 48, 27, 18, 10])
+    walls = Walls.fit(days[:, None], np.array([1.0]))
+    assert np.isnan(walls.high[0])
+    assert not walls.beyond(np.array([[7.0]])).any()
+    # Twice the rows, thinning out the same: 11 rows would lie at 7; none is evidence of a wall.
+    walls = Walls.fit(np.tile(days, 2)[:, None], np.array([1.0]))
+    assert walls.high[0] == 6.0
+
+
+def test_a_pile_of_one_pair_of_values_is_no_wall_of_their_difference() -> None:
+    """Invoices of one to eight items on 0 or 14 days' terms, and wholesale ones of 36 to 400
+    items on 30 or 60 days: quantity less terms is never below -13 in 150 rows, 21 of them there,
+    all one item on 14 days' terms.  The two columns' own extremes meet there, no bound: a
+    wholesale order of 40 items on 60 days' terms is no error."""
+    from nrad.cells import Walls
+
+    rng = np.random.default_rng(2)
+    n = 150
+    wholesale = rng.random(n) < 0.17
+    quantity = np.where(wholesale, rng.integers(36, 400, n), rng.integers(1, 9, n)).astype(float)
+    terms = np.where(wholesale, rng.choice([30.0, 60.0], n), rng.choice([0.0, 14.0], n, p=[0.7, 0.3]))
+    on_terms = ~wholesale & (terms == 14)
+    quantity[on_terms] = np.where(rng.random(on_terms.sum()) < 0.6, 1.0, 2.0)  # 21 rows at -13, 19 at -12
+    walls = Walls.fit(np.column_stack([quantity, terms]), np.array([1.0, 1.0]))
+    assert not walls.beyond(np.array([[40.0, 60.0]])).any()
+
+
 def test_a_bound_one_column_keeps_given_another_is_a_wall_of_their_difference() -> None:
     """Years as a customer never above the age less 18 (they pile up there: customers since
     their 18th birthday), a remodelling year never before the building year: walls of the

@@ -79,8 +79,13 @@ WALL_MIN_ROWS = 10
 #: wall whatever the next (counts are never negative) ...
 WALL_RATIO = 0.5
 #: ... as long as at most this share of its values lie beyond it (a table fitted on itself holds
-#: its errors): a value beyond the wall (a negative count) is outside the column's support.
+#: its errors): a value beyond the wall (a negative count) is outside the column's support ...
 BEYOND_WALL = 0.001
+#: ... and so few lie beyond it that, were the values to go on thinning out past it as they do up
+#: to it, a Poisson count would fall that low with at most this chance (a count's 0 needs no
+#: more).  Thinning out from 18 rows at 5 transit days to 10 at 6, 5.6 rows would lie at 7: none
+#: in 150 rows is no evidence of a wall (chance 0.4%), and the next table's 7 was called impossible.
+WALL_LEVEL = 1e-3
 #: A column at least 0 (all but ``BEYOND_WALL`` of its values) has a wall at 0 when its smallest
 #: value at least 0 is at least this share of its median: 0 lies beyond its lower tail, not in
 #: it.  A column whose values run down to near 0 (a measurement of mean 50 and sd 15, negative
@@ -105,6 +110,12 @@ PAIR_WALL_LEVEL = 1e-6
 #: bathrooms: 15 rows at 1, 23 at 2), and a new house with as many bathrooms as rooms is rare,
 #: not impossible.
 PAIR_PILE_RATIO = 1.0
+#: ... and a bound is met across the columns' values: the rows at a difference's wall hold at
+#: least this many values of the first column (remodelled in the year built: 1952, 1961, 2003).
+#: A pile of one pair of values is the two columns' own extremes meeting: 13 of 150 invoices of
+#: one item on 14 days' terms made "quantity is at least payment terms - 13" a wall, and a
+#: wholesale order of 40 items on 60 days' terms impossible.
+PAIR_PILE_VALUES = 3
 #: A cell whose weighted p-value is at most this decides its row alone.  When several do (a
 #: broken relation: the birth year and the age of one row), the row names the one whose value is
 #: also unusual in its context (a birth year 200 years off, beside an ordinary age).
@@ -584,10 +595,27 @@ def _lattice_walls(x: np.ndarray, zero_is_a_wall: bool, ratio: float = WALL_RATI
     piled = (counts >= WALL_SHARE * len(x)) & ((counts >= WALL_MIN_ROWS) | zero)
     inner_up = np.r_[counts[1:], 0]  # the next value towards the middle, from below ...
     inner_down = np.r_[0, counts[:-1]]  # ... and from above
-    lows = np.flatnonzero(piled & (below <= allowed) & ((counts >= ratio * inner_up) | zero))
-    highs = np.flatnonzero(piled & (above <= allowed) & (counts >= ratio * inner_down))
+    lows = np.flatnonzero(
+        piled
+        & (below <= allowed)
+        & (((counts >= ratio * inner_up) & _none_beyond(counts, inner_up, below)) | zero)
+    )
+    highs = np.flatnonzero(
+        piled & (above <= allowed) & (counts >= ratio * inner_down) & _none_beyond(counts, inner_down, above)
+    )
     low = float(levels[lows[0]]) if len(lows) else np.nan
     return low, float(levels[highs[-1]]) if len(highs) else np.nan
+
+
+def _none_beyond(counts: np.ndarray, inner: np.ndarray, beyond: np.ndarray) -> np.ndarray:
+    """Per value of a lattice column: whether as few rows as ``beyond`` it would lie there with
+    chance at most ``WALL_LEVEL`` were the values to thin out past it as from the next value inward
+    to it (``inner`` rows there, ``counts`` at it: ``counts * min(counts / inner, 1)`` expected at
+    the next value out, a Poisson count)."""
+    from scipy.stats import poisson
+
+    expected = counts * np.minimum(counts / np.maximum(inner, 1), 1.0)
+    return poisson.cdf(beyond, expected) <= WALL_LEVEL
 
 
 def _pair_walls(
@@ -628,6 +656,7 @@ def _pair_walls(
                 # On the finer lattice: rounding error of the subtraction would split a pile.
                 diff = np.round((x - y) / step) * step
                 low, high = _lattice_walls(diff, zero_is_a_wall=False, ratio=PAIR_PILE_RATIO)
+                low, high = (_met_across(x, diff, bound) for bound in (low, high))
                 if not _kept_by_relation(x, y, diff, low - step / 2.0, below=True):
                     low = np.nan
                 if not _kept_by_relation(x, y, diff, high + step / 2.0, below=False):
@@ -636,6 +665,14 @@ def _pair_walls(
                     pairs.append((j, k)), lows.append(low), highs.append(high), steps.append(step / 2.0)
     as_array = lambda v: np.asarray(v, dtype=np.float64)  # noqa: E731
     return np.asarray(pairs, dtype=np.int64).reshape(-1, 2), as_array(lows), as_array(highs), as_array(steps)
+
+
+def _met_across(x: np.ndarray, diff: np.ndarray, bound: float) -> float:
+    """``bound`` if the rows whose difference ``diff`` lies at it hold ``PAIR_PILE_VALUES`` values of
+    ``x`` or more, else NaN (see ``PAIR_PILE_VALUES``)."""
+    if not np.isfinite(bound) or len(np.unique(x[diff == bound])) < PAIR_PILE_VALUES:
+        return np.nan
+    return bound
 
 
 def _kept_by_relation(x: np.ndarray, y: np.ndarray, diff: np.ndarray, bound: float, below: bool) -> bool:
