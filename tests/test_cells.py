@@ -548,3 +548,27 @@ def test_long_stays_are_not_flagged_where_another_hotel_makes_half_of_them_ordin
     long_stay = (df["nights"] >= 21).to_numpy()
     assert long_stay.sum() >= 20
     assert not scored["flagged"].to_numpy()[long_stay].any()
+
+
+def test_new_long_stays_are_read_among_the_bands_training_rows_and_a_typo_still_is_flagged() -> None:
+    """Fitted on one table of bookings with no errors (16 to 26 long stays in each), another
+    scored: its long stays of another rate or hotel than the training ones scored beyond every
+    training row and were flagged (one of 19 in the second pair here).  A new stay of
+    the band is read among the band's training rows (its p-value at least its rank there) and its
+    nights are not tested against the other stays; a stay typed as 40 nights, its tax and total
+    those of 4, keeps no identity, is in no band, and is still flagged."""
+    for seed in (3, 4):
+        train = make_bookings(3000, 0, random_state=20_000 + seed).frame
+        model = fit_table(train, random_state=seed, max_epochs=20)
+        assert model.bands is not None
+        df = make_bookings(3000, 0, random_state=10_000 + seed).frame
+        typo = int(np.flatnonzero((df["nights"] == 4).to_numpy())[0])
+        df.loc[typo, "nights"] = 40
+        scored, _ = model.score(df, fdr=0.1, explain="none")
+        long_stay = (df["nights"] >= 21).to_numpy() & (np.arange(len(df)) != typo)
+        assert long_stay.sum() >= 10
+        assert not scored["flagged"].to_numpy()[long_stay].any(), seed
+        assert scored.loc[typo, "flagged"]
+    back = model_from_bytes(model_to_bytes(model))
+    assert back.bands is not None
+    np.testing.assert_array_equal(back.score(df, fdr=0.1, explain="none")[0]["p_value"], scored["p_value"])

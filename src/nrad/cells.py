@@ -339,14 +339,60 @@ class CellSegments:
         return cls(feature, category, code)
 
 
+@dataclass
+class Bands:
+    """The bands of numeric columns that a table vouches for (:func:`far_bands`): per band its
+    numeric feature, its side (+1 above the rest of the column, -1 below) and where it begins
+    (``bound``, in the table's units: the least far of its training values).
+
+    A row's cell lies in a band when its value is at or beyond the band's
+    bound and an exact relation its row keeps vouches for it
+    (:meth:`nrad.identities.Identities.kept`): new rows are read as the
+    training rows were, a stay of four weeks whose tax and total are its
+    four weeks' as one of the band, a stay typed as 40 nights (its tax and
+    total those of 4) not.
+    """
+
+    feature: np.ndarray
+    side: np.ndarray
+    bound: np.ndarray
+
+    def mask(self, values: np.ndarray, vouched: np.ndarray) -> np.ndarray:
+        """(n, p) True where a row's cell lies in a band: ``values`` (n, p) in the table's units,
+        ``vouched`` (n, p) the cells an identity their row keeps vouches for."""
+        out = np.zeros(values.shape, dtype=bool)
+        with np.errstate(invalid="ignore"):
+            for j, side, bound in zip(self.feature, self.side, self.bound, strict=True):
+                out[:, j] |= (side * values[:, j] >= side * bound) & vouched[:, j]
+        return out
+
+    def to_state(self, prefix: str) -> dict[str, np.ndarray]:
+        return {f"{prefix}{name}": np.asarray(getattr(self, name)) for name in ("feature", "side", "bound")}
+
+    @classmethod
+    def from_state(cls, arrays: dict[str, np.ndarray], prefix: str, p: int) -> Bands:
+        feature = np.asarray(arrays[f"{prefix}feature"], dtype=np.int64).reshape(-1)
+        side = np.asarray(arrays[f"{prefix}side"], dtype=np.int64).reshape(-1)
+        bound = np.asarray(arrays[f"{prefix}bound"], dtype=np.float64).reshape(-1)
+        if not len(feature) == len(side) == len(bound) or not np.isfinite(bound).all():
+            raise ValueError("bands must have a side and a finite bound per feature")
+        if ((feature < 0) | (feature >= p)).any() or not np.isin(side, (-1, 1)).all():
+            raise ValueError(f"bands must name numeric features 0 to {p - 1}, each on side -1 or +1")
+        return cls(feature, side, bound)
+
+
 def far_bands(
-    tests: NumericCellTests, columns: np.ndarray, vouched: np.ndarray, off: np.ndarray | None = None
-) -> np.ndarray | None:
-    """(n, p) True where a cell lies in a band of its column: ``SEGMENT_MIN_ROWS`` or more cells on
-    one side that the column's own in-sample tail leaves out (``tests`` fitted trimmed to the
-    values ``columns``, :meth:`NumericCellTests.left_out`), each ``vouched`` for by an exact
-    relation its row keeps (:meth:`nrad.identities.Identities.kept`); ``off`` (n, p) aside.  None:
-    no band.
+    tests: NumericCellTests,
+    columns: np.ndarray,
+    vouched: np.ndarray,
+    values: np.ndarray,
+    off: np.ndarray | None = None,
+) -> Bands | None:
+    """The bands of the training rows' cells: ``SEGMENT_MIN_ROWS`` or more cells on one side of a
+    column that the column's own in-sample tail leaves out (``tests`` fitted trimmed to the values
+    ``columns``, :meth:`NumericCellTests.left_out`), each ``vouched`` for by an exact relation its
+    row keeps (:meth:`nrad.identities.Identities.kept`); ``values``: the cells in the table's units
+    (where a band begins); ``off`` (n, p) aside.  None: no band.
 
     Stays of three to four weeks that 18 of 3,000 hotel bookings hold, where
     the rest stay one to fifteen nights, lie beyond any tail the other stays
@@ -360,23 +406,23 @@ def far_bands(
     of one kind that no relation vouches for (a column's amounts typed thirty
     times too high in 20 rows) are no band.  A band's rows are read
     among themselves: their cells are kept in every column's tests (as a
-    value many rows share is, :meth:`NumericCellTests.fit`), and they are a
-    level the row scores' in-sample tails read apart
-    (:func:`nrad.evidence.level_shifts`): a row of the band that stands out
-    among its rows still stands out.
+    value many rows share is, :meth:`NumericCellTests.fit`) and not tested in
+    the band's column (the table vouches for them), and they are a level the
+    row scores' tails read apart (:func:`nrad.evidence.level_shifts`): a row of
+    the band that stands out among its rows still stands out.
     """
-    out = np.zeros(columns.shape, dtype=bool)
+    found: list[tuple[int, int, float]] = []
     for j in range(tests.n_features):
-        for tail, statistic in (
-            (tests.column_upper[j], columns[:, j]),
-            (tests.column_lower[j], -columns[:, j]),
-        ):
-            held = tail.left_out(statistic) & vouched[:, j]
+        for side, tail in ((1, tests.column_upper[j]), (-1, tests.column_lower[j])):
+            held = tail.left_out(side * columns[:, j]) & vouched[:, j]
             if off is not None:
                 held &= ~off[:, j]
             if held.sum() >= SEGMENT_MIN_ROWS:
-                out[:, j] |= held
-    return out if out.any() else None
+                found.append((j, side, float(side * np.min(side * values[held, j]))))
+    if not found:
+        return None
+    feature, side, bound = (np.asarray(x) for x in zip(*found, strict=True))
+    return Bands(feature.astype(np.int64), side.astype(np.int64), bound.astype(np.float64))
 
 
 def few_valued(numbers: np.ndarray) -> np.ndarray:

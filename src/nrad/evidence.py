@@ -95,6 +95,11 @@ class ChannelTails:
     row_shift: np.ndarray | None = None
     density_shift: np.ndarray | None = None
     distance_shift: np.ndarray | None = None
+    #: For new rows: the training rows' statistics of each band the table vouches for, per
+    #: row-level channel (None: no band; see :class:`BandFloor`).
+    row_bands: BandFloor | None = None
+    density_bands: BandFloor | None = None
+    distance_bands: BandFloor | None = None
 
     @classmethod
     def fit(
@@ -126,10 +131,11 @@ class ChannelTails:
         sample, the rows' levels (n, columns; -1 none) that a row score's tail reads apart when it
         leaves most of a level's rows out (:func:`level_shifts`).  ``shared``: the cells whose value
         many rows hold (:func:`nrad.numeric.shared_values`), which no value test's trim leaves out, nor
-        a residual test's in the columns ``few`` (see :meth:`NumericCellTests.fit`).  ``bands``: in
-        sample, the cells of the bands the table vouches for (:func:`nrad.cells.far_bands`), whose
-        rows' cells are kept by every cell test (and each band's rows a level the row tails read
-        apart, :func:`level_shifts`)."""
+        a residual test's in the columns ``few`` (see :meth:`NumericCellTests.fit`).  ``bands``: the
+        cells of the bands the table vouches for (:class:`nrad.cells.Bands`): in sample, their rows'
+        cells are kept by every cell test and each band's rows are a level the row tails read apart
+        (:func:`level_shifts`); for new rows, a row of a band is also read among its training rows
+        (:class:`BandFloor`)."""
         light = in_sample and apart and not small
         trim = (lambda share: share) if in_sample else (lambda share: None)  # noqa: E731
         row, row_shift = _stratified(scores, trim(SCORE_TRIM), MAX_SHAPE, strata, bands)
@@ -147,6 +153,11 @@ class ChannelTails:
                 distances, trim(DISTANCE_TRIM if cluster else SCORE_TRIM), CELL_MAX_SHAPE, strata, bands
             )
         )
+        floor = (
+            (lambda statistic: None)
+            if in_sample or bands is None
+            else (lambda statistic: BandFloor.fit(statistic, bands))
+        )  # noqa: E731
         return cls(
             row,
             density_tail,
@@ -159,6 +170,9 @@ class ChannelTails:
             row_shift,
             density_shift,
             distance_shift,
+            floor(scores),
+            None if density is None else floor(density),
+            None if distances is None else floor(distances),
         )
 
     def row_log_p_values(
@@ -167,17 +181,30 @@ class ChannelTails:
         density: np.ndarray | None,
         distance: np.ndarray | None,
         positions: np.ndarray | None = None,
+        bands: np.ndarray | None = None,
     ) -> np.ndarray:
         """(n, row-level channels) log p-values: the anomaly score, the density, the distance.
         ``positions``: where the rows stand among the training rows of in-sample tails (None: all
-        of them, in order)."""
-        out = [self.row.log_p_values(_less(scores, self.row_shift, positions))]
+        of them, in order).  ``bands``: new rows' cells in the bands the table vouches for (n, p;
+        :meth:`nrad.cells.Bands.mask`)."""
+
+        def read(
+            tail: TailModel, values: np.ndarray, shift: np.ndarray | None, floor: BandFloor | None
+        ) -> np.ndarray:
+            log_p = tail.log_p_values(_less(values, shift, positions))
+            return (
+                log_p
+                if floor is None or bands is None
+                else np.maximum(log_p, floor.log_p_values(values, bands))
+            )
+
+        out = [read(self.row, scores, self.row_shift, self.row_bands)]
         if self.density is not None and density is not None:
-            out.append(self.density.log_p_values(_less(density, self.density_shift, positions)))
+            out.append(read(self.density, density, self.density_shift, self.density_bands))
         if self.distance is not None and distance is not None:
             # The robust distance on its own too: a cluster of bad rows that the other members
             # learn as normal stands apart here, and its gap survives (nrad.calibration.gap_trim).
-            out.append(self.distance.log_p_values(_less(distance, self.distance_shift, positions)))
+            out.append(read(self.distance, distance, self.distance_shift, self.distance_bands))
         return np.column_stack(out)
 
     def to_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -188,6 +215,11 @@ class ChannelTails:
             if part is not None:
                 meta[name], tensors = part.to_state(f"tails.{name}.")
                 arrays.update(tensors)
+        for name in ("row_bands", "density_bands", "distance_bands"):
+            floor = getattr(self, name)
+            if floor is not None:
+                meta[name] = True
+                arrays.update(floor.to_state(f"tails.{name}."))
         return meta, arrays
 
     @classmethod
@@ -201,7 +233,83 @@ class ChannelTails:
         cells = (
             NumericCellTests.from_state(meta["cells"], arrays, "tails.cells.") if "cells" in meta else None
         )
-        return cls(row, tail("density"), tail("distance"), cells)
+
+        def floor(name: str) -> BandFloor | None:
+            return BandFloor.from_state(arrays, f"tails.{name}.") if name in meta else None
+
+        return cls(
+            row,
+            tail("density"),
+            tail("distance"),
+            cells,
+            row_bands=floor("row_bands"),
+            density_bands=floor("density_bands"),
+            distance_bands=floor("distance_bands"),
+        )
+
+
+@dataclass(frozen=True)
+class BandFloor:
+    """The training rows' statistic (a row score, the density, the robust distance) of each band
+    the table vouches for (:class:`nrad.cells.Bands`), for new rows: a new row of a band is read
+    among the band's rows too, and its p-value is at least its conformal p-value there.
+
+    New rows are scored against tails fitted to all training rows.  A band's
+    rows score far beyond the others (a stay of four weeks where most guests
+    stay one to three nights: its nights, its tax and its total each far
+    out), and a new one of another rate or hotel than the few the training
+    rows held scored beyond them all and was flagged, while in sample the
+    band's rows are read apart (:func:`level_shifts`).  Among a band of
+    ``m`` rows no row is rarer than one in ``m + 1``; a row of the band with
+    an error in another cell is still found by that cell's test, and one
+    that breaks an identity by the identity."""
+
+    #: Per band: its numeric feature, and how many training rows it holds; the statistics of its
+    #: rows, sorted, one band after another.
+    columns: np.ndarray
+    sizes: np.ndarray
+    values: np.ndarray
+
+    @classmethod
+    def fit(cls, statistic: np.ndarray, bands: np.ndarray) -> BandFloor | None:
+        """From the training rows' ``statistic`` and the cells of their bands (``bands``, n x p)."""
+        columns = np.flatnonzero(bands.any(axis=0) & ~bands.all(axis=0))
+        if not len(columns):
+            return None
+        parts = [np.sort(statistic[bands[:, j]]) for j in columns]
+        return cls(
+            columns.astype(np.int64), np.array([len(x) for x in parts], dtype=np.int64), np.concatenate(parts)
+        )
+
+    def log_p_values(self, statistic: np.ndarray, bands: np.ndarray) -> np.ndarray:
+        """(n,) log of each row's conformal p-value among the training rows of its band (the most
+        of its bands; -inf for a row of no band)."""
+        out = np.full(len(statistic), -np.inf)
+        ends = np.cumsum(self.sizes)
+        for j, end, size in zip(self.columns, ends, self.sizes, strict=True):
+            rows = bands[:, j]
+            part = self.values[end - size : end]
+            beyond = size - np.searchsorted(part, statistic[rows], side="left")
+            out[rows] = np.maximum(out[rows], np.log((1.0 + beyond) / (size + 1.0)))
+        return out
+
+    def to_state(self, prefix: str) -> dict[str, np.ndarray]:
+        return {f"{prefix}{name}": getattr(self, name) for name in ("columns", "sizes", "values")}
+
+    @classmethod
+    def from_state(cls, arrays: dict[str, np.ndarray], prefix: str) -> BandFloor:
+        columns, sizes = (
+            np.asarray(arrays[f"{prefix}{name}"], dtype=np.int64).reshape(-1) for name in ("columns", "sizes")
+        )
+        values = np.asarray(arrays[f"{prefix}values"], dtype=np.float64).reshape(-1)
+        if (
+            len(columns) != len(sizes)
+            or (columns < 0).any()
+            or (sizes < 1).any()
+            or sizes.sum() != len(values)
+        ):
+            raise ValueError("a band floor needs a size per band and as many values as the sizes add up to")
+        return cls(columns, sizes, values)
 
 
 def _stratified(
@@ -362,17 +470,28 @@ def row_p_values(
         if tails.cells is not None
         else None
     )
-    log_p = tails.row_log_p_values(scores, density, distance, prep.positions if folds is not None else None)
+    raw = model.raw_values(prep) if model.schema.numeric_sources else None
+    # New rows of a band the table vouches for are read among its training rows too (in sample the
+    # tails' shifts read them apart).
+    bands = None if raw is None else model.band_cells(prep, raw)
+    log_p = tails.row_log_p_values(
+        scores,
+        density,
+        distance,
+        prep.positions if folds is not None else None,
+        bands if folds is None else None,
+    )
     n_rows = log_p.shape[1]
     beyond, level_broken = None, None
     if cells is not None:
-        assert tails.cells is not None
+        assert tails.cells is not None and raw is not None
         cell_log_p = tails.cells.log_p_values(*cells)
         if model.cell_segments is not None:
             # A segment's shared far value is its level's trait, not tested (nrad.cells.CellSegments).
             n_cat = len(model.schema.categorical_names)
             cell_log_p[model.cell_segments.mask(prep.codes[:, :n_cat], cell_log_p.shape[1])] = 0.0
-        raw = model.raw_values(prep)
+        if bands is not None:
+            cell_log_p[bands] = 0.0  # the table vouches for a band's values (nrad.cells.Bands)
         beyond = model.walls.beyond(raw) if model.walls is not None else None
         if beyond is not None:
             cell_log_p[beyond] = -np.inf

@@ -28,7 +28,7 @@ from safetensors.numpy import save as save_tensors
 
 from nrad import __version__
 from nrad.categories import CategoryModel
-from nrad.cells import CellSegments, Walls
+from nrad.cells import Bands, CellSegments, Walls
 from nrad.errors import NradError
 from nrad.evidence import ChannelTails
 from nrad.fusion import Fusion
@@ -41,6 +41,9 @@ from nrad.preprocess import TableSchema
 from nrad.table import MAX_CELL_FEATURES, TableModel
 
 FORMAT = "nrad-model"
+#: Version 17: the bands of numeric columns the table vouches for (``bands``) and how the row
+#: tails read their rows (``tails.row_bands`` and the like); a file of version 9 to 16 still
+#: reads, without them.
 #: Version 16: the walls keep a value on the lattice of each column of a few values, each a step from
 #: the next (``lattice_base``): a value off its steps is outside the column's support; a file of
 #: version 9 to 15 still reads, without them.
@@ -68,8 +71,8 @@ FORMAT = "nrad-model"
 #: each cell tested by its residual and by its value in context), lattice walls, the robust
 #: Gaussian's sparse columns (p-values of earlier versions were calibrated differently: those
 #: files must be refitted).
-FORMAT_VERSION = 16
-READS_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16)
+FORMAT_VERSION = 17
+READS_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17)
 MANIFEST, TENSORS = "manifest.json", "tensors.safetensors"
 MAX_MANIFEST_BYTES = 16 * 2**20
 MAX_TENSOR_BYTES = 2 * 2**30
@@ -134,6 +137,8 @@ def _write_zip(model: TableModel, fh: Any) -> None:
         tensors.update(model.identities.to_state("identities."))
     if model.cell_segments is not None:
         tensors.update(model.cell_segments.to_state("cell_segments."))
+    if model.bands is not None:
+        tensors.update(model.bands.to_state("bands."))
     if model.basis is not None:
         tensors["basis"] = model.basis
     manifest = {
@@ -291,6 +296,7 @@ def _rebuild(manifest: dict[str, Any], tensors: dict[str, np.ndarray]) -> TableM
         if "cell_segments.feature" in tensors
         else None
     )
+    bands = Bands.from_state(tensors, "bands.", p) if "bands.feature" in tensors else None
     residual_variance = float(manifest["residual_variance"])
     if not residual_variance > 0:
         raise ValueError("the components' residual variance must be positive")
@@ -298,7 +304,7 @@ def _rebuild(manifest: dict[str, Any], tensors: dict[str, np.ndarray]) -> TableM
         schema, categories, numeric, detectors, tails, manifest.get("id_column"),
         list(manifest.get("ignore", [])), manifest.get("info", {}), fusion=fusion, gaussians=gaussians,
         relations=relations, basis=basis, residual_variance=residual_variance, walls=walls,
-        identities=identities, cell_segments=cell_segments,
+        identities=identities, cell_segments=cell_segments, bands=bands,
     )  # fmt: skip
 
 

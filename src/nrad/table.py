@@ -47,6 +47,7 @@ from nrad.categories import CategoryModel, Dependency
 from nrad.cells import (
     CELL_MAX_SHAPE,
     CELL_TRIM,
+    Bands,
     CellSegments,
     NumericCellTests,
     Walls,
@@ -154,6 +155,10 @@ class TableModel:
     #: Category levels whose rows share a value far out in a numeric column (see
     #: :class:`nrad.cells.CellSegments`): their cells in it are not tested (None: no segment).
     cell_segments: CellSegments | None = None
+    #: The bands of numeric columns the table vouches for (see :class:`nrad.cells.Bands`): their
+    #: cells are not tested in their column, and their rows are read apart by the row tails (None:
+    #: no band).
+    bands: Bands | None = None
     #: Cross-fitting: the fold of each training row (its rows are scored by the flow of that
     #: fold, which did not see them).  Only for the table just fitted; not saved.
     folds: np.ndarray | None = field(default=None, repr=False)
@@ -262,6 +267,14 @@ class TableModel:
             if spike is not None:
                 raw[prep.codes[:, n_cat + k] == SPIKE, j] = spike
         return raw
+
+    def band_cells(self, prep: Prepared, raw: np.ndarray | None = None) -> np.ndarray | None:
+        """(n, p) True at the rows' cells that lie in a band the table vouches for (None: no band;
+        :class:`nrad.cells.Bands`); ``raw``: the rows' :meth:`raw_values`, when already computed."""
+        if self.bands is None or self.identities is None:
+            return None
+        raw = self.raw_values(prep) if raw is None else raw
+        return self.bands.mask(raw, self.identities.kept(raw, prep.codes))
 
     def cell_values(self, prep: Prepared, y: np.ndarray | None = None, new_rows: bool = False) -> np.ndarray:
         """(n, p) each numeric cell's value given its context, uncompressed (NaN where absent):
@@ -750,7 +763,10 @@ def fit_table(
         model.identities = Identities.fit(in_units, enc.codes, n_codes, random_state)
         # A band is vouched for by the identities its rows keep: found once they are fitted.
         if first is not None:
-            bands = far_bands(first, spread, model.identities.kept(in_units, enc.codes), off)
+            kept = model.identities.kept(in_units, enc.codes)
+            model.bands = far_bands(first, spread, kept, in_units, off)
+            if model.bands is not None:
+                bands = model.bands.mask(in_units, kept) & (True if off is None else ~off)
             if bands is not None and own_cell_tests is not None:
                 own_cell_tests = NumericCellTests.fit(
                     residuals, values, spread, CELL_TRIM, two_valued, shared, few_levels, bands
@@ -766,7 +782,7 @@ def fit_table(
     # the training rows (each read by the part of the model that did not see it, as a new row is).
     new_scores = model.fusion.combine(density, members, new_rows=True) if fused else scores
     model.tails = ChannelTails.fit(
-        new_scores, density if fused else None, distances, residuals, values, spread
+        new_scores, density if fused else None, distances, residuals, values, spread, bands=bands
     )
     # The table scored against itself holds its anomalies: each channel's own tail leaves its top
     # scores out (see ChannelTails.fit).  A small table (FOLD_BANDS' first band) has flows learned
