@@ -537,16 +537,22 @@ def test_long_stays_that_the_tax_and_the_total_vouch_for_are_not_flagged_and_a_t
     assert not flagged[long_stay].any()
 
 
-def test_long_stays_are_not_flagged_where_another_hotel_makes_half_of_them_ordinary() -> None:
-    """Hotel bookings (nrad.synthetic's) with no errors: 26 three-to-four-week stays, where most
-    guests stay one to three nights, and at the resort up to a fortnight.  The row tails left out
-    the 12 long stays of the other hotels, fewer than half of the band (the share a category
-    level needs to be read apart), and all 12 were flagged; the table vouches for the whole band."""
-    df = make_bookings(3000, 0, random_state=10008).frame
-    model = fit_table(df, id_column="booking_ref", random_state=0, max_epochs=20)
+@pytest.mark.parametrize(("seed", "random_state"), [(10008, 0), (10007, 7)])
+def test_long_stays_are_not_flagged_where_another_hotel_makes_half_of_them_ordinary(
+    seed: int, random_state: int
+) -> None:
+    """Hotel bookings (nrad.synthetic's) with no errors: 26 three-to-four-week stays (seed
+    10008), where most guests stay one to three nights, and at the resort up to a fortnight.  The
+    row tails left out the 12 long stays of the other hotels, fewer than half of the band (the
+    share a category level needs to be read apart), and all 12 were flagged; the table vouches
+    for the whole band.  Read apart, a long stay of another kind than the band's others (two
+    guests, a deposit) still stood out among them (seed 10007: one flagged); among a band of ``m``
+    rows none is rarer than one in ``m + 1``."""
+    df = make_bookings(3000, 0, random_state=seed).frame
+    model = fit_table(df, id_column="booking_ref", random_state=random_state, max_epochs=20)
     scored, _ = model.score(df, fdr=0.1, in_sample=True, explain="none")
     long_stay = (df["nights"] >= 21).to_numpy()
-    assert long_stay.sum() >= 20
+    assert long_stay.sum() >= 15
     assert not scored["flagged"].to_numpy()[long_stay].any()
 
 
