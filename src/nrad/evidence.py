@@ -153,11 +153,10 @@ class ChannelTails:
                 distances, trim(DISTANCE_TRIM if cluster else SCORE_TRIM), CELL_MAX_SHAPE, strata, bands
             )
         )
-        floor = (
-            (lambda statistic: None)
-            if bands is None
-            else (lambda statistic: BandFloor.fit(statistic, bands, in_sample))
-        )  # noqa: E731
+
+        def floor(statistic: np.ndarray) -> BandFloor | None:
+            return None if bands is None else BandFloor.fit(statistic, bands, in_sample)
+
         return cls(
             row,
             density_tail,
@@ -251,8 +250,8 @@ class ChannelTails:
 @dataclass(frozen=True)
 class BandFloor:
     """The training rows' statistic (a row score, the density, the robust distance) of each band
-    the table vouches for (:class:`nrad.cells.Bands`), for new rows: a new row of a band is read
-    among the band's rows too, and its p-value is at least its conformal p-value there.
+    the table vouches for (:class:`nrad.cells.Bands`): a row of a band is read among the band's
+    rows too, and its p-value is at least its conformal p-value there.
 
     New rows are scored against tails fitted to all training rows.  A band's
     rows score far beyond the others (a stay of four weeks where most guests

@@ -285,6 +285,9 @@ def _rebuild(manifest: dict[str, Any], tensors: dict[str, np.ndarray]) -> TableM
         raise ValueError(
             f"cell tests are for {tails.cells.n_features} numeric features, the numeric model makes {p}"
         )
+    floors = [] if tails is None else [tails.row_bands, tails.density_bands, tails.distance_bands]
+    if any(floor is not None and (floor.columns >= p).any() for floor in floors):
+        raise ValueError(f"band floors must name numeric features 0 to {p - 1}")
     walls = Walls.from_state(tensors, "walls.", p) if "walls.low" in tensors else None
     identities = (
         Identities.from_state(tensors, "identities.", p, [len(x) for x in schema.categorical_labels])
