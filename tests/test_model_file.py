@@ -126,7 +126,9 @@ def test_a_version_10_file_reads_and_scores_new_rows_as_training_rows(
     y = loaded.numeric.shape(table[["a", "c"]].to_numpy())
     codes = loaded.prepare(table).codes
     assert model.numeric.parent[0] >= 0  # so that a new row's reading differs from a training row's
-    assert not np.array_equal(model.numeric.residuals(y, codes, new_rows=True), model.numeric.residuals(y, codes))
+    assert not np.array_equal(
+        model.numeric.residuals(y, codes, new_rows=True), model.numeric.residuals(y, codes)
+    )
     np.testing.assert_array_equal(
         loaded.numeric.residuals(y, codes, new_rows=True), model.numeric.residuals(y, codes)
     )
@@ -199,3 +201,30 @@ def test_polars_frames_give_the_same_scores(model: TableModel, table: pd.DataFra
     a, _ = model.score(table)
     b, _ = model.score(pl.from_pandas(table))
     pd.testing.assert_frame_equal(a, b)
+
+
+def test_tampered_bands_are_refused(tmp_path: Path) -> None:
+    """A model of hotel bookings keeps where its band of long stays begins and the band's training
+    statistics; a band naming a numeric feature the model does not have, or on no side, is refused."""
+    from safetensors.numpy import load, save
+
+    from nrad.synthetic import make_bookings
+
+    path = save_model(
+        fit_table(make_bookings(3000, 0, random_state=10008).frame, max_epochs=2), tmp_path / "b.nrad"
+    )
+    members = _members(path)
+    assert "bands.feature" in load(members[TENSORS]) and "tails.row_bands.columns" in load(members[TENSORS])
+    for name, value in (
+        ("bands.feature", np.array([99])),
+        ("bands.side", np.array([0])),
+        ("tails.row_bands.columns", np.array([99])),
+    ):
+        tensors = load(members[TENSORS])
+        manifest = json.loads(members[MANIFEST])
+        tensors[name] = value.astype(tensors[name].dtype)
+        bad = _rewrite(
+            path, tmp_path / "x.nrad", {MANIFEST: json.dumps(manifest).encode(), TENSORS: save(tensors)}
+        )
+        with pytest.raises(ModelFileError, match="does not fit together"):
+            load_model(bad)
