@@ -578,3 +578,23 @@ def test_new_long_stays_are_read_among_the_bands_training_rows_and_a_typo_still_
     back = model_from_bytes(model_to_bytes(model))
     assert back.bands is not None
     np.testing.assert_array_equal(back.score(df, fdr=0.1, explain="none")[0]["p_value"], scored["p_value"])
+
+
+def test_a_band_begins_where_its_gap_to_the_other_values_does() -> None:
+    """Web-shop orders of 1 to about 8 items, and 1.2% wholesale ones of 60 to 120 whose totals
+    are their items times the unit price to the cent.  The items column's trimmed tail left out
+    the wholesale orders of 72 items and more, and those of 60 to 71, as far from the others and
+    vouched for as well, were no band's and were flagged.  The band begins at the gap."""
+    rng = np.random.default_rng(1)
+    n = 3000
+    wholesale = rng.random(n) < 0.012
+    items = np.where(wholesale, rng.integers(60, 121, n), 1 + rng.poisson(1.2, n))
+    price = np.round(20 * np.exp(rng.normal(0, 0.6, n)), 2)
+    df = pd.DataFrame({"items": items, "unit_price": price, "total": np.round(items * price, 2),
+                       "region": rng.choice(["north", "south"], n)})  # fmt: skip
+    model = fit_table(df, random_state=0, max_epochs=20)
+    assert model.bands is not None and model.bands.feature[0] == 0  # items
+    assert model.bands.bound[0] == pytest.approx(items[wholesale].min())
+    scored, _ = model.score(df, fdr=0.1, in_sample=True, explain="none")
+    assert wholesale.sum() >= 30
+    assert scored["flagged"].to_numpy()[wholesale].sum() <= 1
