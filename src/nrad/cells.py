@@ -343,7 +343,8 @@ class CellSegments:
 class Bands:
     """The bands of numeric columns that a table vouches for (:func:`far_bands`): per band its
     numeric feature, its side (+1 above the rest of the column, -1 below) and where it begins
-    (``bound``, in the table's units: the least far of its training values).
+    (``bound``, in the table's units: above its gap to the column's other values, see
+    :func:`_band_start`).
 
     A row's cell lies in a band when its value is at or beyond the band's
     bound and an exact relation its row keeps vouches for it
@@ -391,8 +392,9 @@ def far_bands(
     """The bands of the training rows' cells: ``SEGMENT_MIN_ROWS`` or more cells on one side of a
     column that the column's own in-sample tail leaves out (``tests`` fitted trimmed to the values
     ``columns``, :meth:`NumericCellTests.left_out`), each ``vouched`` for by an exact relation its
-    row keeps (:meth:`nrad.identities.Identities.kept`); ``values``: the cells in the table's units
-    (where a band begins); ``off`` (n, p) aside.  None: no band.
+    row keeps (:meth:`nrad.identities.Identities.kept`), the band beginning at its gap to the
+    column's other values (:func:`_band_start`); ``values``: the cells in the table's units;
+    ``off`` (n, p) aside.  None: no band.
 
     Stays of three to four weeks that 18 of 3,000 hotel bookings hold, where
     the rest stay one to fifteen nights, lie beyond any tail the other stays
