@@ -476,8 +476,13 @@ def row_p_values(
         else None
     )
     raw = model.raw_values(prep) if model.schema.numeric_sources else None
+    # How far each row is off each identity: read by the bands and by the identities' breaks below.
+    off_identities = None
+    if raw is not None and model.identities is not None and model.identities.n_identities:
+        with np.errstate(invalid="ignore"):
+            off_identities = model.identities.distances(raw)
     # The rows of a band the table vouches for are read among its training rows too.
-    bands = None if raw is None else model.band_cells(prep, raw)
+    bands = None if raw is None else model.band_cells(prep, raw, off_identities)
     log_p = tails.row_log_p_values(
         scores,
         density,
@@ -503,7 +508,7 @@ def row_p_values(
             # Which of an identity's cells is wrong the identity cannot tell: they decide the row,
             # and the naming below reads their own values (a wall's cell is named outright).
             n_cat = len(model.schema.categorical_names)
-            broken, level_broken = model.identities.broken(raw, prep.codes[:, :n_cat])
+            broken, level_broken = model.identities.broken(raw, prep.codes[:, :n_cat], off_identities)
             cell_log_p[broken] = -np.inf
         log_p = np.hstack([log_p, cell_log_p])
     numeric = log_p.shape[1] - n_rows

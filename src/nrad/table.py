@@ -268,13 +268,16 @@ class TableModel:
                 raw[prep.codes[:, n_cat + k] == SPIKE, j] = spike
         return raw
 
-    def band_cells(self, prep: Prepared, raw: np.ndarray | None = None) -> np.ndarray | None:
+    def band_cells(
+        self, prep: Prepared, raw: np.ndarray | None = None, distance: np.ndarray | None = None
+    ) -> np.ndarray | None:
         """(n, p) True at the rows' cells that lie in a band the table vouches for (None: no band;
-        :class:`nrad.cells.Bands`); ``raw``: the rows' :meth:`raw_values`, when already computed."""
+        :class:`nrad.cells.Bands`); ``raw``: the rows' :meth:`raw_values`, and ``distance`` their
+        :meth:`nrad.identities.Identities.distances`, when already computed."""
         if self.bands is None or self.identities is None:
             return None
         raw = self.raw_values(prep) if raw is None else raw
-        return self.bands.mask(raw, self.identities.kept(raw, prep.codes))
+        return self.bands.mask(raw, self.identities.kept(raw, prep.codes, distance))
 
     def cell_values(self, prep: Prepared, y: np.ndarray | None = None, new_rows: bool = False) -> np.ndarray:
         """(n, p) each numeric cell's value given its context, uncompressed (NaN where absent):
@@ -635,8 +638,8 @@ def fit_table(
     rng = np.random.default_rng(random_state)
     n_codes = [len(labels) for labels in schema.categorical_labels]
     # The values many rows share: read by the tail weights here and by the cell tests below.
-    shared_cells = shared_values(enc.numeric)
-    numeric = NumericModel.fit(enc.numeric, enc.codes, n_codes, rng, shared_cells)
+    shared = shared_values(enc.numeric)
+    numeric = NumericModel.fit(enc.numeric, enc.codes, n_codes, rng, shared)
     codes = np.hstack([enc.codes, indicator_codes(schema, enc)])
     categories = CategoryModel.fit(codes, n_codes + [len(labels) for labels in indicator_labels(schema)])
     info["detector"] = detector
@@ -646,7 +649,7 @@ def fit_table(
     model.folds = rng.permutation(len(features)) % n_folds
     prep = Prepared(numeric.shape(enc.numeric), codes, enc.counts, enc.missing)
     distances, spread, segment, batch, own_cell_tests, two_valued = None, None, False, False, None, None
-    shared, few_levels, bands, first, off = None, None, None, None, None
+    few_levels, bands, first, off = None, None, None, None
     if enc.numeric.shape[1]:
         # Dequantized values (integers spread over their unit cell) train the flows; scoring
         # reads the values as they are.  Absent cells are filled with random observed values
@@ -728,7 +731,6 @@ def fit_table(
         # A level most of whose rows hold a value the column's tails leave out is a segment of
         # the table (backups to one server): those cells calibrate no tail and are not tested,
         # and its rows train the flows and the other members (their far values are the level's).
-        shared = shared_cells
         few_levels = few_valued(enc.numeric)
         first = NumericCellTests.fit(residuals, values, spread, CELL_TRIM, two_valued, shared, few_levels)
         left_out = first.left_out(residuals, values, spread)
