@@ -354,6 +354,33 @@ def test_new_rows_are_never_called_rarer_than_the_calibration_rows_at_or_above_t
     assert not own.floor and own.p_values(np.array([24.0]))[0] < tail.p_values(np.array([24.0]))[0]
 
 
+def test_a_new_value_on_a_lattice_counts_the_calibration_values_spread_over_its_cell() -> None:
+    # Calibration values of a code column spread over their lattice cells (dequantized), the
+    # largest code held by one row: 3389 became 3388.9, and a new row's 3389, read as it is, lay
+    # beyond every calibration value, read off the tail alone.  Counted from its cell's low edge,
+    # the row that held it counts.
+    rng = np.random.default_rng(3)
+    codes = np.r_[rng.choice([22.0, 53.0, 80.0, 443.0], 149), 3389.0]
+    spread = codes + np.r_[rng.uniform(-0.5, 0.5, codes.size - 1), -0.3]
+    tail = TailModel.fit(spread)
+    new = np.array([3389.0])
+    beyond = tail.p_values(new)
+    counted = tail.p_values(new, count_at=new - 0.5)
+    assert beyond.max() < 1e-6
+    assert counted[0] == pytest.approx(chi2_floor(1, codes.size), rel=1e-9)
+    # A value beyond the cell of every calibration value is read off the tail, wherever counted.
+    far = np.array([3500.0])
+    assert tail.p_values(far, count_at=far - 0.5)[0] == tail.p_values(far)[0] < 1e-6
+
+
+def chi2_floor(count: int, n: int) -> float:
+    """The count floor of ``count`` calibration values at or above a score: the 95% lower Poisson
+    bound of the count, over ``n + 1``."""
+    from scipy.stats import chi2
+
+    return float(chi2.ppf(0.05, 2 * count) / 2 / (n + 1))
+
+
 def test_in_sample_a_score_many_cells_share_is_never_trimmed_and_keeps_the_count_floor() -> None:
     # 60 of 5,000 cells share one value far above the rest (a price many purchases paid): a trim
     # that leaves out the top 1% leaves them out and calls each of them far beyond the rest; kept

@@ -134,6 +134,45 @@ def test_a_count_thinning_out_to_its_largest_value_is_no_wall_there() -> None:
     assert walls.high[0] == 6.0
 
 
+def test_new_rows_are_read_against_the_farthest_values_the_training_rows_held() -> None:
+    """A count whose lower tail thins out fast (2 of 3,000 rows at 0, 44 at 1, 85 at 2) passes
+    for a wall at 1, and in sample its two 0s stand beyond it; a model fitted on those rows, read
+    as normal, has seen 0 held by normal rows, and a new row's 0 is inside (a -1 is not)."""
+    from nrad.cells import Walls
+
+    counts = np.repeat([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [2, 44, 85, 150, 272, 273, 2174])
+    visits = np.repeat([-1.0, 0.0, 1.0, 2.0], [1, 1200, 1000, 799])  # a count's 0, one error below
+    rating = np.repeat([1.0, 3.0, 5.0], [1000, 1000, 1000])  # no value beyond its walls
+    walls = Walls.fit(np.column_stack([counts, visits, rating]), np.array([1.0, 1.0, 2.0]))
+    assert walls.low.tolist() == [1.0, 0.0, 1.0] and walls.high[2] == 5.0
+    rows = np.array([[0.0, -1.0, 1.0], [-1.0, -2.0, 7.0]])
+    assert walls.beyond(rows).tolist() == [[True, True, False], [True, True, True]]
+    new = walls.for_new_rows()
+    assert new.low.tolist() == [0.0, -1.0, 1.0] and new.high.tolist() == walls.high.tolist()
+    assert new.beyond(rows).tolist() == [[False, False, False], [True, True, True]]
+
+
+def test_a_new_tables_count_held_by_a_few_training_rows_beyond_a_wall_is_not_flagged() -> None:
+    rng = np.random.default_rng(7)
+
+    def table(n: int) -> pd.DataFrame:
+        x = rng.normal(size=n)
+        count = np.repeat([0, 1, 2, 3, 4, 5, 6, 7, 8], [2, 44, 85, 150, 272, 273, 326, 318, 1530])
+        return pd.DataFrame({"x": x, "y": x + rng.normal(0, 0.5, n), "count": rng.permutation(count)})
+
+    model = fit_table(table(3000), random_state=0, max_epochs=2)
+    fresh = table(3000)
+    scored, _ = model.score(fresh, fdr=0.1, explain="none")
+    zeros = np.flatnonzero(fresh["count"].to_numpy() == 0)
+    assert scored.loc[zeros, "p_value"].min() > 1e-3
+    fresh.loc[zeros[0], "count"] = -1  # never held: beyond
+    scored, _ = model.score(fresh, fdr=0.1, explain="none")
+    assert scored.loc[zeros[0], "p_value"] == 0 and scored.loc[zeros[0], "flagged"]
+    # Read back from a model file, the new rows' walls are the same.
+    again, _ = model_from_bytes(model_to_bytes(model)).score(fresh, fdr=0.1, explain="none")
+    pd.testing.assert_frame_equal(scored, again)
+
+
 def test_a_pile_of_one_pair_of_values_is_no_wall_of_their_difference() -> None:
     """Invoices of one to eight items on 0 or 14 days' terms, and wholesale ones of 36 to 400
     items on 30 or 60 days: quantity less terms is never below -13 in 150 rows, 21 of them there,

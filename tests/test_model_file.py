@@ -188,6 +188,25 @@ def test_tampered_category_and_scaler_arrays_are_refused(saved: Path, tmp_path: 
             load_model(bad)
 
 
+def test_tampered_seen_values_beyond_the_walls_are_refused(saved: Path, tmp_path: Path) -> None:
+    """The farthest training values beyond the walls stand at or beyond a wall, and nowhere else."""
+    from safetensors.numpy import load, save
+
+    members = _members(saved)
+    seen = load(members[TENSORS])["walls.seen_low"]
+    assert np.isnan(seen).all()  # no wall in this table's numbers
+    for value in (np.zeros(len(seen)), np.full(len(seen) + 1, np.nan)):
+        tensors = load(members[TENSORS])
+        manifest = json.loads(members[MANIFEST])
+        tensors["walls.seen_low"] = value
+        manifest["tensors"]["walls.seen_low"]["shape"] = list(value.shape)
+        bad = _rewrite(
+            saved, tmp_path / "w.nrad", {MANIFEST: json.dumps(manifest).encode(), TENSORS: save(tensors)}
+        )
+        with pytest.raises(ModelFileError, match="does not fit together"):
+            load_model(bad)
+
+
 def test_no_raw_values_beyond_what_scoring_needs(model: TableModel, saved: Path) -> None:
     manifest = json.loads(_members(saved)[MANIFEST])
     text = json.dumps(manifest)

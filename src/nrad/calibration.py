@@ -286,13 +286,20 @@ class TailModel:
         cut = np.sort(scores[finite])[-self.n_trimmed]
         return finite & (scores >= cut)
 
-    def p_values(self, scores: np.ndarray) -> np.ndarray:
-        """p-value of each score (higher score = more anomalous)."""
-        return np.exp(self.log_p_values(scores))
+    def p_values(self, scores: np.ndarray, count_at: np.ndarray | None = None) -> np.ndarray:
+        """p-value of each score (higher score = more anomalous); ``count_at``: see
+        :meth:`log_p_values`."""
+        return np.exp(self.log_p_values(scores, count_at))
 
-    def log_p_values(self, scores: np.ndarray) -> np.ndarray:
-        """Natural log of :meth:`p_values` (finite where the p-value itself underflows to 0)."""
+    def log_p_values(self, scores: np.ndarray, count_at: np.ndarray | None = None) -> np.ndarray:
+        """Natural log of :meth:`p_values` (finite where the p-value itself underflows to 0).
+
+        ``count_at``: where the count floor reads the calibration scores at or above each score
+        (at most the score; None: at the score).  A value on a lattice ties the calibration values
+        of its lattice cell, which were spread over the cell (:func:`nrad.numeric.dequantize`):
+        read at the cell's inner edge, they count."""
         s = np.asarray(scores, dtype=np.float64)
+        at = s if count_at is None else np.fmin(np.asarray(count_at, dtype=np.float64), s)
         # #{c >= s}: exact when every calibration score is a knot; else the count at the largest
         # knot at or below s, which is at least the true count (a p-value no smaller than exact).
         if len(self.knots) == self.n:
@@ -308,7 +315,7 @@ class TailModel:
             out[above] = np.minimum(np.log(self.lift) + self._log_tail(s[above]), 0.0)
             # In sample, only the scores of cells believed normal there (a value many rows share).
             to = np.inf if self.floor else (-np.inf if self.floor_to is None else self.floor_to)
-            floored = above & (s <= to)
+            floored = above & (at <= to)
             if floored.any():
                 # Calibration rows believed normal that score at least as high are evidence the
                 # tail must not overrule: ``c`` of them make the score's chance at least the 95%
@@ -319,7 +326,7 @@ class TailModel:
                 # score, ``c = 0``, the tail alone speaks.
                 # Counted at the first knot at or above the score (the knots are the top scores
                 # themselves where tails are read): 0 beyond the largest calibration score.
-                first = np.searchsorted(self.knots, s[floored], side="left")
+                first = np.searchsorted(self.knots, at[floored], side="left")
                 inside = first < len(self.knots)
                 c = np.where(inside, self.at_least[np.where(inside, first, 0)], 0.0).astype(np.int64)
                 bound = _poisson_lower_bounds(_table_size(int(c.max())))[c] / (self.n + 1.0)

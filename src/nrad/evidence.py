@@ -31,6 +31,7 @@ from nrad.cells import (
     CELL_TRIM,
     CELL_WEIGHT,
     DECISIVE,
+    Edges,
     NumericCellTests,
     category_p_values,
     levels_mostly_held,
@@ -475,6 +476,7 @@ def row_p_values(
         if tails.cells is not None
         else None
     )
+    edges = model.lattice_edges(prep, new_rows=folds is None) if cells is not None else None
     raw = model.raw_values(prep) if model.schema.numeric_sources else None
     # How far each row is off each identity: read by the bands and by the identities' breaks below.
     off_identities = None
@@ -494,14 +496,15 @@ def row_p_values(
     beyond, level_broken = None, None
     if cells is not None:
         assert tails.cells is not None and raw is not None
-        cell_log_p = tails.cells.log_p_values(*cells)
+        cell_log_p = tails.cells.log_p_values(*cells, edges)
         if model.cell_segments is not None:
             # A segment's shared far value is its level's trait, not tested (nrad.cells.CellSegments).
             n_cat = len(model.schema.categorical_names)
             cell_log_p[model.cell_segments.mask(prep.codes[:, :n_cat], cell_log_p.shape[1])] = 0.0
         if bands is not None:
             cell_log_p[bands] = 0.0  # the table vouches for a band's values (nrad.cells.Bands)
-        beyond = model.walls.beyond(raw) if model.walls is not None else None
+        walls = model.walls if model.walls is None or folds is not None else model.walls.for_new_rows()
+        beyond = walls.beyond(raw) if walls is not None else None
         if beyond is not None:
             cell_log_p[beyond] = -np.inf
         if model.identities is not None:
@@ -532,7 +535,9 @@ def row_p_values(
     cause = columns[which]
     if cells is not None and numeric:
         assert tails.cells is not None
-        cause = _name_among_decisive(model, tails.cells, cells, beyond, log_p, weights, n_rows, which, cause)
+        cause = _name_among_decisive(
+            model, tails.cells, cells, edges, beyond, log_p, weights, n_rows, which, cause
+        )
     return combined, cause
 
 
@@ -551,6 +556,7 @@ def _name_among_decisive(
     model: TableModel,
     cell_tests: NumericCellTests,
     cells: tuple[np.ndarray, np.ndarray, np.ndarray],
+    edges: Edges | None,
     beyond: np.ndarray | None,
     log_p: np.ndarray,
     weights: np.ndarray,
@@ -574,7 +580,8 @@ def _name_among_decisive(
     rows = np.flatnonzero((decisive.sum(axis=1) >= 2) & (which >= n_rows) & (which < n_rows + p))
     if not len(rows):
         return cause
-    residual, *own = cell_tests.log_p_parts(*(part[rows] for part in cells))
+    at = None if edges is None else (edges[0][rows], edges[1][rows], edges[2][rows], edges[3][rows])
+    residual, *own = cell_tests.log_p_parts(*(part[rows] for part in cells), at)
     alone = np.nan_to_num(sum(own), nan=np.inf, posinf=np.inf)
     if beyond is not None:
         alone[beyond[rows]] = -np.inf

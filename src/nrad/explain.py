@@ -599,7 +599,7 @@ def describe(
     names = np.asarray(model.schema.names)
     order, gains = ranked(model, prep, result, folds, k)
     order, gains = _cause_first(model, prep, folds, result, order, gains)
-    rules = rule_reasons(model, df, prep, order[:, 0])
+    rules = rule_reasons(model, df, prep, order[:, 0], new_rows=folds is None)
     top = [
         feature_shares(names[row], row_gains, ruled=rule is not None)
         for row, row_gains, rule in zip(order, gains, rules[0], strict=True)

@@ -41,6 +41,9 @@ from nrad.preprocess import TableSchema
 from nrad.table import MAX_CELL_FEATURES, TableModel
 
 FORMAT = "nrad-model"
+#: Version 18: the walls keep the farthest training value at or beyond each wall (``seen_low`` and
+#: the like), which new rows are read against; a file of version 9 to 17 still reads, and reads
+#: new rows against the walls themselves.
 #: Version 17: the bands of numeric columns the table vouches for (``bands``) and how the row
 #: tails read their rows (``tails.row_bands`` and the like); a file of version 9 to 16 still
 #: reads, without them.
@@ -71,8 +74,8 @@ FORMAT = "nrad-model"
 #: each cell tested by its residual and by its value in context), lattice walls, the robust
 #: Gaussian's sparse columns (p-values of earlier versions were calibrated differently: those
 #: files must be refitted).
-FORMAT_VERSION = 17
-READS_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17)
+FORMAT_VERSION = 18
+READS_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18)
 MANIFEST, TENSORS = "manifest.json", "tensors.safetensors"
 MAX_MANIFEST_BYTES = 16 * 2**20
 MAX_TENSOR_BYTES = 2 * 2**30

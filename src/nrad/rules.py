@@ -33,13 +33,15 @@ LISTED_LEVELS = 4
 
 
 def rule_reasons(
-    model: TableModel, df: pd.DataFrame, prep: Prepared, columns: np.ndarray
+    model: TableModel, df: pd.DataFrame, prep: Prepared, columns: np.ndarray, new_rows: bool = False
 ) -> tuple[list[str | None], list[str | None]]:
     """Per row of ``df`` (prepared as ``prep``): the rule that its input column ``columns[i]``
     breaks, in words, and the first identity the row breaks (None: none).  The second is for a
     row whose named cell breaks no rule itself (a VAT of 0, which an identity in logs cannot read)
-    while its other cells do (the net that the gross in euros and the VAT's rate would give)."""
-    rules = _Rules(model, prep)
+    while its other cells do (the net that the gross in euros and the VAT's rate would give).
+    ``new_rows``: the rows are not the ones the model was fitted on (read against the walls as
+    :meth:`nrad.cells.Walls.for_new_rows` moves them)."""
+    rules = _Rules(model, prep, new_rows)
     own: list[str | None] = []
     for i, c in enumerate(np.asarray(columns, dtype=np.int64)):
         raw = df[model.schema.columns[c].name].iloc[i]
@@ -50,7 +52,7 @@ def rule_reasons(
 class _Rules:
     """The rules each row breaks, found once for all rows, and put in words row by row."""
 
-    def __init__(self, model: TableModel, prep: Prepared) -> None:
+    def __init__(self, model: TableModel, prep: Prepared, new_rows: bool) -> None:
         schema = model.schema
         self.model, self.codes = model, prep.codes
         self.values = model.raw_values(prep)
@@ -63,7 +65,9 @@ class _Rules:
             self.categorical_of.setdefault(c, []).append(f)
         # Each rule's breaks for all rows at once, as the p-values read them; rows are put in
         # words one by one from these.
-        walls = model.walls
+        # New rows are read against the walls moved out to what the training rows held.
+        walls = model.walls if model.walls is None or not new_rows else model.walls.for_new_rows()
+        self.walls = walls
         self.sides = None if walls is None else walls.sides(self.values)
         self.off = None if walls is None else walls.off_lattice(self.values)
         self.pair_sides = None if walls is None else walls.pair_sides(self.values)
@@ -100,7 +104,7 @@ class _Rules:
         return self.model.schema.numeric_names[j]
 
     def _wall(self, i: int, j: int) -> str | None:
-        walls = self.model.walls
+        walls = self.walls
         if walls is None or self.sides is None or not self.sides[i, j]:
             return None
         side, bound = ("below", walls.low[j]) if self.sides[i, j] < 0 else ("above", walls.high[j])
@@ -108,7 +112,7 @@ class _Rules:
         return f"{self._name(j)} {value} ({side} {number(bound)}, where this column's values stop)"
 
     def _off_lattice(self, i: int, j: int) -> str | None:
-        walls = self.model.walls
+        walls = self.walls
         if walls is None or self.off is None or not self.off[i, j]:
             return None
         step, base = 2.0 * float(walls.half_step[j]), float(walls.lattice_base[j])  # type: ignore[index]
@@ -119,7 +123,7 @@ class _Rules:
         return f"{self._name(j)} {number(self.values[i, j])} (this column's values {steps})"
 
     def _pair_wall(self, i: int, j: int) -> str | None:
-        walls = self.model.walls
+        walls = self.walls
         if walls is None or walls.pairs is None or self.pair_sides is None:
             return None
         assert walls.pair_low is not None and walls.pair_high is not None

@@ -49,6 +49,7 @@ from nrad.cells import (
     CELL_TRIM,
     Bands,
     CellSegments,
+    Edges,
     NumericCellTests,
     Walls,
     far_bands,
@@ -283,6 +284,33 @@ class TableModel:
         """(n, p) each numeric cell's value given its context, uncompressed (NaN where absent):
         see :meth:`nrad.numeric.NumericModel.residuals`."""
         return self.numeric.residuals(prep.y if y is None else y, prep.codes, new_rows)
+
+    def lattice_edges(self, prep: Prepared, new_rows: bool = False) -> Edges | None:
+        """Each numeric cell's value in context and in its column (:meth:`cell_values`,
+        ``prep.y``) at the low and the high edge of its lattice cell (None: no lattice column).
+
+        The cells' tests were calibrated on values spread over their lattice
+        cells, as the flows were trained (:func:`nrad.numeric.dequantize`); a
+        value read as it is, at its cell's centre, lies above half of the
+        calibration values that hold it.  Read at the cell's edge, they count
+        where the count floor asks how many calibration values lie at or
+        beyond (:meth:`nrad.calibration.TailModel.log_p_values`): a port that
+        one training row held got p = 6e-8 beside that row's, not 3e-4.
+        """
+        step = self.numeric.discrete
+        if not (step > 0).any() or not prep.y.shape[1]:
+            return None
+        units = self.in_units(prep.y)
+        lattice = step[None, :] > 0
+        # Off the lattice columns the values stay exactly as they are (no round trip through units).
+        edge = [np.where(lattice, self.numeric.shape(units + side * step / 2), prep.y) for side in (-1, 1)]
+        low, high = edge
+        return (
+            self.cell_values(prep, y=low, new_rows=new_rows),
+            self.cell_values(prep, y=high, new_rows=new_rows),
+            low,
+            high,
+        )
 
     def cell_residuals(
         self, prep: Prepared, folds: np.ndarray | None = None, y: np.ndarray | None = None
