@@ -609,12 +609,10 @@ class Walls:
         next clean table had p-value 0.
         """
         if self.seen_low is None or self.seen_high is None:
-            return self
-        return replace(
-            self, low=self.seen_low, high=self.seen_high,
-            pair_low=self.pair_seen_low if self.pairs is not None and len(self.pairs) else self.pair_low,
-            pair_high=self.pair_seen_high if self.pairs is not None and len(self.pairs) else self.pair_high,
-        )  # fmt: skip
+            return self  # a model file of format 17 or before
+        pair_low = self.pair_low if self.pair_seen_low is None else self.pair_seen_low
+        pair_high = self.pair_high if self.pair_seen_high is None else self.pair_seen_high
+        return replace(self, low=self.seen_low, high=self.seen_high, pair_low=pair_low, pair_high=pair_high)
 
     def beyond(self, values: np.ndarray) -> np.ndarray:
         """(n, p) True where a value lies beyond its column's wall or off its lattice, or beyond a wall

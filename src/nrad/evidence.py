@@ -503,7 +503,7 @@ def row_p_values(
             cell_log_p[model.cell_segments.mask(prep.codes[:, :n_cat], cell_log_p.shape[1])] = 0.0
         if bands is not None:
             cell_log_p[bands] = 0.0  # the table vouches for a band's values (nrad.cells.Bands)
-        walls = model.walls if model.walls is None or folds is not None else model.walls.for_new_rows()
+        walls = model.walls_for(new_rows=folds is None)
         beyond = walls.beyond(raw) if walls is not None else None
         if beyond is not None:
             cell_log_p[beyond] = -np.inf

@@ -65,9 +65,7 @@ class _Rules:
             self.categorical_of.setdefault(c, []).append(f)
         # Each rule's breaks for all rows at once, as the p-values read them; rows are put in
         # words one by one from these.
-        # New rows are read against the walls moved out to what the training rows held.
-        walls = model.walls if model.walls is None or not new_rows else model.walls.for_new_rows()
-        self.walls = walls
+        walls = self.walls = model.walls_for(new_rows)
         self.sides = None if walls is None else walls.sides(self.values)
         self.off = None if walls is None else walls.off_lattice(self.values)
         self.pair_sides = None if walls is None else walls.pair_sides(self.values)

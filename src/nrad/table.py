@@ -285,6 +285,11 @@ class TableModel:
         see :meth:`nrad.numeric.NumericModel.residuals`."""
         return self.numeric.residuals(prep.y if y is None else y, prep.codes, new_rows)
 
+    def walls_for(self, new_rows: bool) -> Walls | None:
+        """The walls rows are read against: the training rows against the walls, new rows against
+        the walls moved out to what the training rows held (:meth:`nrad.cells.Walls.for_new_rows`)."""
+        return self.walls if self.walls is None or not new_rows else self.walls.for_new_rows()
+
     def lattice_edges(self, prep: Prepared, new_rows: bool = False) -> Edges | None:
         """Each numeric cell's value in context and in its column (:meth:`cell_values`,
         ``prep.y``) at the low and the high edge of its lattice cell (None: no lattice column).
