@@ -300,7 +300,8 @@ class TableModel:
         calibration values that hold it.  Read at the cell's edge, they count
         where the count floor asks how many calibration values lie at or
         beyond (:meth:`nrad.calibration.TailModel.log_p_values`): a port that
-        one training row held got p = 6e-8 beside that row's, not 3e-4.
+        one training row held got p = 6e-8 in its column, where that row's
+        count allows no less than 3.4e-4.
         """
         step = self.numeric.discrete
         if not (step > 0).any() or not prep.y.shape[1]:
@@ -308,8 +309,8 @@ class TableModel:
         units = self.in_units(prep.y)
         lattice = step[None, :] > 0
         # Off the lattice columns the values stay exactly as they are (no round trip through units).
-        edge = [np.where(lattice, self.numeric.shape(units + side * step / 2), prep.y) for side in (-1, 1)]
-        low, high = edge
+        low = np.where(lattice, self.numeric.shape(units - step / 2), prep.y)
+        high = np.where(lattice, self.numeric.shape(units + step / 2), prep.y)
         return (
             self.cell_values(prep, y=low, new_rows=new_rows),
             self.cell_values(prep, y=high, new_rows=new_rows),
