@@ -207,6 +207,33 @@ def test_tampered_seen_values_beyond_the_walls_are_refused(saved: Path, tmp_path
             load_model(bad)
 
 
+def test_a_version_17_file_reads_new_rows_against_the_walls_themselves(tmp_path: Path) -> None:
+    """A file written before the walls kept what the training rows held beyond them reads, and its
+    new rows meet the walls as they did then: a 0 that 2 training rows held is beyond a wall at 1."""
+    from safetensors.numpy import load, save
+
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=3000)
+    count = np.repeat([0, 1, 2, 3, 4, 5, 6, 7, 8], [2, 44, 85, 150, 272, 273, 326, 318, 1530])
+    table = pd.DataFrame({"x": x, "y": x + rng.normal(0, 0.5, 3000), "count": rng.permutation(count)})
+    path = save_model(fit_table(table, random_state=0, max_epochs=2), tmp_path / "m.nrad")
+    members = _members(path)
+    manifest = json.loads(members[MANIFEST])
+    tensors = {
+        k: v for k, v in load(members[TENSORS]).items() if not (k.startswith("walls.") and "seen_" in k)
+    }
+    assert len(tensors) == len(manifest["tensors"]) - 4
+    manifest["format_version"] = 17
+    manifest["tensors"] = {k: v for k, v in manifest["tensors"].items() if k in tensors}
+    old = _rewrite(
+        path, tmp_path / "v17.nrad", {MANIFEST: json.dumps(manifest).encode(), TENSORS: save(tensors)}
+    )
+    row = pd.DataFrame({"x": [0.0], "y": [0.0], "count": [0]})
+    then, _ = load_model(old).score(row, explain="none")
+    now, _ = load_model(path).score(row, explain="none")
+    assert then.loc[0, "p_value"] == 0 and now.loc[0, "p_value"] > 1e-3
+
+
 def test_no_raw_values_beyond_what_scoring_needs(model: TableModel, saved: Path) -> None:
     manifest = json.loads(_members(saved)[MANIFEST])
     text = json.dumps(manifest)
