@@ -652,14 +652,13 @@ class Walls:
             return (diff > high + half).astype(np.int8) - (diff < low - half).astype(np.int8)
 
     def to_state(self, prefix: str) -> dict[str, np.ndarray]:
-        empty = np.zeros(0)
         new = self.for_new_rows()
         return {
             f"{prefix}low": self.low, f"{prefix}high": self.high, f"{prefix}half_step": self.half_step,
             f"{prefix}pairs": (np.zeros((0, 2)) if self.pairs is None else self.pairs).astype(np.int64),
-            f"{prefix}pair_low": empty if self.pair_low is None else self.pair_low,
-            f"{prefix}pair_high": empty if self.pair_high is None else self.pair_high,
-            f"{prefix}pair_half_step": empty if self.pair_half_step is None else self.pair_half_step,
+            f"{prefix}pair_low": _or_empty(self.pair_low),
+            f"{prefix}pair_high": _or_empty(self.pair_high),
+            f"{prefix}pair_half_step": _or_empty(self.pair_half_step),
             f"{prefix}lattice_base": np.full(len(self.low), np.nan) if self.lattice_base is None
             else self.lattice_base,
             **{f"{prefix}{name}": _or_empty(getattr(new, wall)) for name, wall in _SEEN.items()},

@@ -476,8 +476,8 @@ def row_p_values(
         if tails.cells is not None
         else None
     )
-    edges = model.lattice_edges(prep, new_rows=folds is None) if cells is not None else None
     raw = model.raw_values(prep) if model.schema.numeric_sources else None
+    edges = model.lattice_edges(prep, new_rows=folds is None, raw=raw) if cells is not None else None
     # How far each row is off each identity: read by the bands and by the identities' breaks below.
     off_identities = None
     if raw is not None and model.identities is not None and model.identities.n_identities:

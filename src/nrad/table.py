@@ -290,9 +290,13 @@ class TableModel:
         the walls moved out to what the training rows held (:meth:`nrad.cells.Walls.for_new_rows`)."""
         return self.walls if self.walls is None or not new_rows else self.walls.for_new_rows()
 
-    def lattice_edges(self, prep: Prepared, new_rows: bool = False) -> Edges | None:
+    def lattice_edges(
+        self, prep: Prepared, new_rows: bool = False, raw: np.ndarray | None = None
+    ) -> Edges | None:
         """Each numeric cell's value in context and in its column (:meth:`cell_values`,
-        ``prep.y``) at the low and the high edge of its lattice cell (None: no lattice column).
+        ``prep.y``) at the low and the high edge of its lattice cell (None: no lattice column);
+        ``raw``: the rows' :meth:`raw_values`, when already computed (a spike's cells, which hold
+        the spike there, are absent from the cells' tests and their edges are not read).
 
         The cells' tests were calibrated on values spread over their lattice
         cells, as the flows were trained (:func:`nrad.numeric.dequantize`); a
@@ -306,7 +310,7 @@ class TableModel:
         step = self.numeric.discrete
         if not (step > 0).any() or not prep.y.shape[1]:
             return None
-        units = self.in_units(prep.y)
+        units = self.in_units(prep.y) if raw is None else raw
         lattice = step[None, :] > 0
         # Off the lattice columns the values stay exactly as they are (no round trip through units).
         low = np.where(lattice, self.numeric.shape(units - step / 2), prep.y)
