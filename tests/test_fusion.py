@@ -64,6 +64,25 @@ def test_training_rows_are_scored_by_members_that_did_not_see_them() -> None:
     assert all(np.abs(ref).max() < 8.0 for ref in fusion.references)
 
 
+def test_new_rows_seek_their_neighbours_among_every_training_row() -> None:
+    """A new row is in no fold: its neighbour score is its distance to the 5th nearest of all the
+    folds' reference rows at once; a training row, measured alike for the new rows' tails, is
+    not its own neighbour (its 5th nearest other row, a twin counted once per copy)."""
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(300, 3))
+    z[1] = z[0]  # a twin: row 0's nearest other row, at distance 0
+    for folds in (np.arange(300) % 2, np.arange(300) % 5):
+        fusion = Fusion.fit(z, folds, np.arange(300) != 7, random_state=0)
+        assert fusion.everyone is not None and len(fusion.everyone) == 299  # row 7 is kept out
+        new = rng.normal(size=(50, 3))
+        whole = np.sort(np.linalg.norm(new[:, None, :] - fusion.everyone[None, :, :], axis=2), axis=1)
+        np.testing.assert_allclose(fusion.neighbours(new), np.log(whole[:, 4]), rtol=1e-12)
+        others = np.linalg.norm(z[:, None, :] - z[None, np.arange(300) != 7, :], axis=2)
+        others[np.arange(300) != 7, np.arange(299)] = np.inf  # the row itself, where it is a reference
+        kth = np.sort(others, axis=1)[:, 4]
+        np.testing.assert_allclose(fusion.training_neighbours(z), np.log(kth), rtol=1e-12)
+
+
 def test_fused_scale_is_each_members_median_and_iqr() -> None:
     rng = np.random.default_rng(0)
     density, members = (
@@ -108,6 +127,9 @@ def test_new_rows_p_values_are_read_off_tails_of_their_own_score() -> None:
     scores = model.score(rows(2000), explain="none")[0]["anomaly_score"].to_numpy()
     # Fresh rows of the same kind: their scores' p-values off the new-row tails are uniform.
     p = np.exp(model.tails.row.log_p_values(scores))
+    # The median too: a new row's neighbours sought among more rows than the tails' training rows
+    # had (all folds' against one fold's) would put it lower (0.40).
+    assert 0.45 <= np.mean(p <= 0.5) <= 0.55
     assert 0.15 <= np.mean(p <= 0.2) <= 0.25
     assert 0.03 <= np.mean(p <= 0.05) <= 0.08
 
@@ -196,3 +218,5 @@ def test_member_scores_do_not_depend_on_the_batch() -> None:
     whole = fusion.members(new)
     pieces = np.concatenate([fusion.members(new[i : i + 333]) for i in range(0, 2000, 333)])
     np.testing.assert_array_equal(whole, pieces)
+    alone = np.concatenate([fusion.neighbours(new[i : i + 333]) for i in range(0, 2000, 333)])
+    np.testing.assert_array_equal(fusion.neighbours(new), alone)

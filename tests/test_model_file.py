@@ -234,6 +234,30 @@ def test_a_version_17_file_reads_new_rows_against_the_walls_themselves(tmp_path:
     assert then.loc[0, "p_value"] == 0 and now.loc[0, "p_value"] > 1e-3
 
 
+def test_a_version_18_file_seeks_new_rows_neighbours_fold_by_fold(
+    model: TableModel, saved: Path, table: pd.DataFrame, tmp_path: Path
+) -> None:
+    """A file written before the fusion kept its reference rows once each reads, and its new rows'
+    neighbour scores are the mean over the folds' references, as its tails were fitted; the file
+    of today seeks them among all of them."""
+    from safetensors.numpy import load, save
+
+    members = _members(saved)
+    manifest = json.loads(members[MANIFEST])
+    tensors = {k: v for k, v in load(members[TENSORS]).items() if k != "fusion.everyone"}
+    assert len(tensors) == len(manifest["tensors"]) - 1
+    manifest["format_version"] = 18
+    manifest["tensors"] = {k: v for k, v in manifest["tensors"].items() if k in tensors}
+    rewritten = {MANIFEST: json.dumps(manifest).encode(), TENSORS: save(tensors)}
+    old = load_model(_rewrite(saved, tmp_path / "v18.nrad", rewritten))
+    now = load_model(saved)
+    assert old.fusion is not None and old.fusion.everyone is None
+    z = now.score_prepared(now.prepare(table))[1]
+    folds = [old.fusion._log_distance(k, z) for k in range(len(old.fusion.references))]
+    np.testing.assert_allclose(old.fusion.neighbours(z), np.mean(folds, axis=0))
+    assert not np.allclose(now.fusion.neighbours(z), old.fusion.neighbours(z))
+
+
 def test_no_raw_values_beyond_what_scoring_needs(model: TableModel, saved: Path) -> None:
     manifest = json.loads(_members(saved)[MANIFEST])
     text = json.dumps(manifest)

@@ -11,8 +11,14 @@ measured in docs/method.md, section 12.
 
 Each member is cross-fitted as the flows are: per fold, a k-NN reference
 set and a forest from the training rows outside the fold; a training row is
-scored by its own fold's members (so no row is its own neighbour), a new
-row by the mean over folds.  Both read the numbers the flows read (each
+scored by its own fold's members (so no row is its own neighbour).  A new
+row is no training row: its neighbours are sought among every reference row
+at once (the folds keep a training row from being its own neighbour, and a
+new row cannot be), so its k-th nearest is as near as the training table
+allows; a fold holds a half to four fifths of it.  The tails its p-values
+are read from are fitted to the training rows' own distance to their k-th
+nearest *other* row among the same rows (leave one out), so a new normal
+row and a training row are measured alike.  Both read the numbers the flows read (each
 column standardized in its context, tails weighted, far values softly
 clipped, missing cells filled), so columns in different units weigh alike.
 
@@ -208,20 +214,37 @@ class Fusion:
     #: Per member (``MEMBERS``): the median and IQR of its out-of-fold training-row scores.
     center: np.ndarray
     spread: np.ndarray
+    #: The folds' reference rows, each once: what new rows' neighbours are sought among (None in a
+    #: model file of format 18 or before, whose new rows take the mean over the folds' references,
+    #: as its tails were fitted).
+    everyone: np.ndarray | None = None
     _searches: list[NeighbourSearch] | None = field(default=None, init=False, repr=False, compare=False)
+    #: Searches among ``everyone`` for the k-th and the (k+1)-th nearest (built once, never saved).
+    _among_all: dict[int, NeighbourSearch] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    #: At fit only: which of the rows fitted on are among ``everyone`` (never saved).
+    _in_everyone: np.ndarray | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def fit(cls, z: np.ndarray, folds: np.ndarray, usable: np.ndarray, random_state: int) -> Fusion:
         """Members for each fold from the ``usable`` rows outside it (scale set by :meth:`calibrate`)."""
         rng = np.random.default_rng(random_state)
-        references, forests = [], []
+        references, forests, chosen = [], [], []
         for k in range(int(folds.max()) + 1):
             rows = np.flatnonzero((folds != k) & usable)
             if len(rows) > MAX_REFERENCE_ROWS:
                 rows = np.sort(rng.choice(rows, MAX_REFERENCE_ROWS, replace=False))
             references.append(np.ascontiguousarray(z[rows]))
             forests.append(IsolationTrees.fit(z[rows], random_state + k))
-        return cls(references, forests, np.zeros(len(MEMBERS)), np.ones(len(MEMBERS)))
+            chosen.append(rows)
+        # A row outside one fold is in every other fold's references: each is kept once.
+        union = np.unique(np.concatenate(chosen))
+        fusion = cls(references, forests, np.zeros(len(MEMBERS)), np.ones(len(MEMBERS)),
+                     np.ascontiguousarray(z[union]))  # fmt: skip
+        fusion._in_everyone = np.zeros(len(z), dtype=bool)
+        fusion._in_everyone[union] = True
+        return fusion
 
     def members(self, z: np.ndarray, folds: np.ndarray | None = None) -> np.ndarray:
         """(n, 2) neighbour and isolation scores: each row's own fold's members when ``folds`` is
@@ -238,10 +261,40 @@ class Fusion:
         return out
 
     def neighbours(self, z: np.ndarray) -> np.ndarray:
-        """New rows' neighbour scores alone (the mean over folds, as :meth:`members` gives them)."""
+        """New rows' neighbour scores: the log distance to the k-th nearest of every reference row
+        (a file without them: the mean over folds, as :meth:`members` gives it)."""
         if len(z) == 0:
             return np.empty(0)
-        return np.mean([self._log_distance(k, z) for k in range(len(self.references))], axis=0)
+        if self.everyone is None:
+            return np.mean([self._log_distance(k, z) for k in range(len(self.references))], axis=0)
+        return self._log_among_all(z, N_NEIGHBORS)
+
+    def training_neighbours(self, z: np.ndarray) -> np.ndarray:
+        """The rows this fusion was fitted on (``z``, as given to :meth:`fit`), measured as new rows
+        are: the log distance to the k-th nearest of every reference row other than the row itself
+        (the calibration scores of :meth:`neighbours`)."""
+        if self._in_everyone is None or len(z) != len(self._in_everyone):
+            raise ValueError("training_neighbours reads the rows the fusion was fitted on, at fit")
+        own = self._in_everyone
+        out = np.empty(len(z))
+        if own.any():
+            # A row among the reference rows is its own nearest, at distance 0: the next k are others.
+            out[own] = self._log_among_all(z[own], N_NEIGHBORS + 1)
+        if (~own).any():
+            out[~own] = self._log_among_all(z[~own], N_NEIGHBORS)
+        return out
+
+    def _log_among_all(self, z: np.ndarray, k: int) -> np.ndarray:
+        """Log distance of each row to its ``k``-th nearest of ``everyone`` (see :meth:`_log_distance`)."""
+        import torch
+
+        from nrad.threads import map_chunks
+
+        assert self.everyone is not None
+        if k not in self._among_all:
+            self._among_all[k] = NeighbourSearch(self.everyone, k)
+        found = map_chunks(torch.as_tensor(z, dtype=torch.float64), self._among_all[k].kth_distance)
+        return np.log(np.maximum(found, MIN_DISTANCE))
 
     def _fold_members(self, k: int, z: np.ndarray) -> np.ndarray:
         return np.column_stack([self._log_distance(k, z), self.forests[k].score(z)])
@@ -287,6 +340,8 @@ class Fusion:
         for k, (ref, forest) in enumerate(zip(self.references, self.forests, strict=True)):
             arrays[f"{prefix}reference{k}"] = ref
             arrays.update(forest.to_arrays(f"{prefix}forest{k}."))
+        if self.everyone is not None:
+            arrays[f"{prefix}everyone"] = self.everyone
         return {"center": self.center.tolist(), "spread": self.spread.tolist()}, arrays
 
     @classmethod
@@ -301,7 +356,12 @@ class Fusion:
         center, spread = (np.asarray(meta[a], dtype=np.float64) for a in ("center", "spread"))
         if center.shape != (len(MEMBERS),) or spread.shape != (len(MEMBERS),) or np.any(spread <= 0):
             raise ValueError("fusion scale must give a centre and a positive spread per member")
-        return cls(references, forests, center, spread)
+        everyone = arrays.get(f"{prefix}everyone")
+        if everyone is not None:
+            everyone = np.asarray(everyone, dtype=np.float64)
+            if everyone.ndim != 2 or everyone.shape[1] != d or len(everyone) == 0:
+                raise ValueError(f"fusion reference rows (all folds) do not have the {d} numeric features")
+        return cls(references, forests, center, spread, everyone)
 
 
 def _node_depths(left: np.ndarray, right: np.ndarray) -> np.ndarray:

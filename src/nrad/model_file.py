@@ -41,6 +41,9 @@ from nrad.preprocess import TableSchema
 from nrad.table import MAX_CELL_FEATURES, TableModel
 
 FORMAT = "nrad-model"
+#: Version 19: the fusion keeps its reference rows once each (``fusion.everyone``), among which new
+#: rows' neighbours are sought; a file of version 9 to 18 still reads, and its new rows take the
+#: mean over the folds' references (as its tails were fitted).
 #: Version 18: the walls keep the farthest training value at or beyond each wall (``seen_low`` and
 #: the like), which new rows are read against; a file of version 9 to 17 still reads, and reads
 #: new rows against the walls themselves.
@@ -74,8 +77,8 @@ FORMAT = "nrad-model"
 #: each cell tested by its residual and by its value in context), lattice walls, the robust
 #: Gaussian's sparse columns (p-values of earlier versions were calibrated differently: those
 #: files must be refitted).
-FORMAT_VERSION = 18
-READS_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18)
+FORMAT_VERSION = 19
+READS_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19)
 MANIFEST, TENSORS = "manifest.json", "tensors.safetensors"
 MAX_MANIFEST_BYTES = 16 * 2**20
 MAX_TENSOR_BYTES = 2 * 2**30

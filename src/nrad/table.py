@@ -819,8 +819,13 @@ def fit_table(
         scores = model.fusion.combine(density, members)
     fused = model.fusion is not None
     # New rows are scored by the members of NEW_ROW_MEMBERS: their tails are those members' sum for
-    # the training rows (each read by the part of the model that did not see it, as a new row is).
-    new_scores = model.fusion.combine(density, members, new_rows=True) if fused else scores
+    # the training rows, each measured as a new row is (the density by the flow that did not see
+    # it; the neighbours among every reference row but itself).
+    new_scores = scores
+    if fused:
+        alike = members.copy()
+        alike[:, MEMBERS.index("neighbours") - 1] = model.fusion.training_neighbours(z)
+        new_scores = model.fusion.combine(density, alike, new_rows=True)
     model.tails = ChannelTails.fit(
         new_scores, density if fused else None, distances, residuals, values, spread, bands=bands
     )
