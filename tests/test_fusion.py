@@ -73,7 +73,7 @@ def test_new_rows_seek_their_neighbours_among_every_training_row() -> None:
     z[1] = z[0]  # a twin: row 0's nearest other row, at distance 0
     for folds in (np.arange(300) % 2, np.arange(300) % 5):
         fusion = Fusion.fit(z, folds, np.arange(300) != 7, random_state=0)
-        assert fusion.everyone is not None and len(fusion.everyone) == 299  # row 7 is kept out
+        assert fusion.everyone is not None and len(fusion.everyone) == 299 and len(fusion.everyone_index) == 299  # row 7 is kept out
         new = rng.normal(size=(50, 3))
         whole = np.sort(np.linalg.norm(new[:, None, :] - fusion.everyone[None, :, :], axis=2), axis=1)
         np.testing.assert_allclose(fusion.neighbours(new), np.log(whole[:, 4]), rtol=1e-12)

@@ -251,11 +251,19 @@ def test_a_version_18_file_seeks_new_rows_neighbours_fold_by_fold(
     rewritten = {MANIFEST: json.dumps(manifest).encode(), TENSORS: save(tensors)}
     old = load_model(_rewrite(saved, tmp_path / "v18.nrad", rewritten))
     now = load_model(saved)
-    assert old.fusion is not None and old.fusion.everyone is None
+    assert old.fusion is not None and old.fusion.everyone_index is None
     z = now.score_prepared(now.prepare(table))[1]
     folds = [old.fusion._log_distance(k, z) for k in range(len(old.fusion.references))]
     np.testing.assert_allclose(old.fusion.neighbours(z), np.mean(folds, axis=0))
     assert not np.allclose(now.fusion.neighbours(z), old.fusion.neighbours(z))
+    # Pairs that name a fold or a row the references do not have are refused.
+    for pair in ([len(now.fusion.references), 0], [0, len(now.fusion.references[0])], [-1, 0]):
+        tensors["fusion.everyone"] = np.array([pair], dtype=np.int64)
+        manifest["format_version"] = 19
+        manifest["tensors"]["fusion.everyone"] = {"dtype": "int64", "shape": [1, 2]}
+        rewritten = {MANIFEST: json.dumps(manifest).encode(), TENSORS: save(tensors)}
+        with pytest.raises(ModelFileError, match="does not fit together"):
+            load_model(_rewrite(saved, tmp_path / "bad.nrad", rewritten))
 
 
 def test_no_raw_values_beyond_what_scoring_needs(model: TableModel, saved: Path) -> None:

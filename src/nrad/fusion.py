@@ -214,10 +214,11 @@ class Fusion:
     #: Per member (``MEMBERS``): the median and IQR of its out-of-fold training-row scores.
     center: np.ndarray
     spread: np.ndarray
-    #: The folds' reference rows, each once: what new rows' neighbours are sought among (None in a
-    #: model file of format 18 or before, whose new rows take the mean over the folds' references,
-    #: as its tails were fitted).
-    everyone: np.ndarray | None = None
+    #: The folds' reference rows, each once, as (fold, row of its references) pairs: what new rows'
+    #: neighbours are sought among (None in a model file of format 18 or before, whose new rows take
+    #: the mean over the folds' references, as its tails were fitted).  Pairs, not the rows again: a
+    #: row outside one fold is in every other fold's references already.
+    everyone_index: np.ndarray | None = None
     _searches: list[NeighbourSearch] | None = field(default=None, init=False, repr=False, compare=False)
     #: Searches among ``everyone`` for the k-th and the (k+1)-th nearest (built once, never saved).
     _among_all: dict[int, NeighbourSearch] = field(
@@ -225,6 +226,17 @@ class Fusion:
     )
     #: At fit only: which of the rows fitted on are among ``everyone`` (never saved).
     _in_everyone: np.ndarray | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def everyone(self) -> np.ndarray | None:
+        """The rows of :attr:`everyone_index` (None without it)."""
+        if self.everyone_index is None:
+            return None
+        fold, row = self.everyone_index.T
+        out = np.empty((len(fold), self.references[0].shape[1]))
+        for k, reference in enumerate(self.references):
+            out[fold == k] = reference[row[fold == k]]
+        return out
 
     @classmethod
     def fit(cls, z: np.ndarray, folds: np.ndarray, usable: np.ndarray, random_state: int) -> Fusion:
@@ -238,12 +250,9 @@ class Fusion:
             references.append(np.ascontiguousarray(z[rows]))
             forests.append(IsolationTrees.fit(z[rows], random_state + k))
             chosen.append(rows)
-        # A row outside one fold is in every other fold's references: each is kept once.
-        union = np.unique(np.concatenate(chosen))
-        fusion = cls(references, forests, np.zeros(len(MEMBERS)), np.ones(len(MEMBERS)),
-                     np.ascontiguousarray(z[union]))  # fmt: skip
+        fusion = cls(references, forests, np.zeros(len(MEMBERS)), np.ones(len(MEMBERS)), _once_each(chosen))
         fusion._in_everyone = np.zeros(len(z), dtype=bool)
-        fusion._in_everyone[union] = True
+        fusion._in_everyone[np.concatenate(chosen)] = True
         return fusion
 
     def members(self, z: np.ndarray, folds: np.ndarray | None = None) -> np.ndarray:
@@ -265,7 +274,7 @@ class Fusion:
         (a file without them: the mean over folds, as :meth:`members` gives it)."""
         if len(z) == 0:
             return np.empty(0)
-        if self.everyone is None:
+        if self.everyone_index is None:
             return np.mean([self._log_distance(k, z) for k in range(len(self.references))], axis=0)
         return self._log_among_all(z, N_NEIGHBORS)
 
@@ -290,9 +299,10 @@ class Fusion:
 
         from nrad.threads import map_chunks
 
-        assert self.everyone is not None
         if k not in self._among_all:
-            self._among_all[k] = NeighbourSearch(self.everyone, k)
+            everyone = self.everyone
+            assert everyone is not None
+            self._among_all[k] = NeighbourSearch(everyone, k)
         found = map_chunks(torch.as_tensor(z, dtype=torch.float64), self._among_all[k].kth_distance)
         return np.log(np.maximum(found, MIN_DISTANCE))
 
@@ -340,8 +350,8 @@ class Fusion:
         for k, (ref, forest) in enumerate(zip(self.references, self.forests, strict=True)):
             arrays[f"{prefix}reference{k}"] = ref
             arrays.update(forest.to_arrays(f"{prefix}forest{k}."))
-        if self.everyone is not None:
-            arrays[f"{prefix}everyone"] = self.everyone
+        if self.everyone_index is not None:
+            arrays[f"{prefix}everyone"] = self.everyone_index
         return {"center": self.center.tolist(), "spread": self.spread.tolist()}, arrays
 
     @classmethod
@@ -356,12 +366,29 @@ class Fusion:
         center, spread = (np.asarray(meta[a], dtype=np.float64) for a in ("center", "spread"))
         if center.shape != (len(MEMBERS),) or spread.shape != (len(MEMBERS),) or np.any(spread <= 0):
             raise ValueError("fusion scale must give a centre and a positive spread per member")
-        everyone = arrays.get(f"{prefix}everyone")
-        if everyone is not None:
-            everyone = np.asarray(everyone, dtype=np.float64)
-            if everyone.ndim != 2 or everyone.shape[1] != d or len(everyone) == 0:
-                raise ValueError(f"fusion reference rows (all folds) do not have the {d} numeric features")
-        return cls(references, forests, center, spread, everyone)
+        index = arrays.get(f"{prefix}everyone")
+        if index is not None:
+            index = np.asarray(index, dtype=np.int64)
+            sizes = np.array([len(r) for r in references])
+            if (
+                index.ndim != 2 or index.shape[1] != 2 or len(index) == 0
+                or np.any(index < 0) or np.any(index[:, 0] >= n_folds)
+                or np.any(index[:, 1] >= sizes[np.minimum(index[:, 0], n_folds - 1)])
+            ):  # fmt: skip
+                raise ValueError("fusion's rows for new rows must name a fold and a row of its references")
+        return cls(references, forests, center, spread, index)
+
+
+def _once_each(chosen: list[np.ndarray]) -> np.ndarray:
+    """(m, 2) (fold, position in that fold's sorted ``chosen`` rows) of each row any fold chose,
+    once: the first fold that holds it."""
+    union = np.unique(np.concatenate(chosen))
+    fold, where = np.full(len(union), -1), np.zeros(len(union), dtype=np.int64)
+    for k, rows in enumerate(chosen):
+        at = np.minimum(np.searchsorted(rows, union), len(rows) - 1)
+        new = (fold < 0) & (rows[at] == union)
+        fold[new], where[new] = k, at[new]
+    return np.column_stack([fold, where]).astype(np.int64)
 
 
 def _node_depths(left: np.ndarray, right: np.ndarray) -> np.ndarray:
