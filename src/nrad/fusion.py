@@ -18,9 +18,10 @@ new row cannot be), so its k-th nearest is as near as the training table
 allows; a fold holds a half to four fifths of it.  The tails its p-values
 are read from are fitted to the training rows' own distance to their k-th
 nearest *other* row among the same rows (leave one out), so a new normal
-row and a training row are measured alike.  Both read the numbers the flows read (each
-column standardized in its context, tails weighted, far values softly
-clipped, missing cells filled), so columns in different units weigh alike.
+row and a training row are measured alike.  Both members read the numbers
+the flows read (each column standardized in its context, tails weighted,
+far values softly clipped, missing cells filled), so columns in different
+units weigh alike.
 
 Each member's score is put on a common scale without labels: minus the
 median, over the interquartile range, of its out-of-fold scores of the

@@ -41,9 +41,9 @@ from nrad.preprocess import TableSchema
 from nrad.table import MAX_CELL_FEATURES, TableModel
 
 FORMAT = "nrad-model"
-#: Version 19: the fusion keeps its reference rows once each (``fusion.everyone``), among which new
-#: rows' neighbours are sought; a file of version 9 to 18 still reads, and its new rows take the
-#: mean over the folds' references (as its tails were fitted).
+#: Version 19: the fusion names each of its reference rows once, as (fold, row) pairs
+#: (``fusion.everyone``): new rows' neighbours are sought among them all; a file of version 9 to 18
+#: still reads, and its new rows take the mean over the folds' references (as its tails were fitted).
 #: Version 18: the walls keep the farthest training value at or beyond each wall (``seen_low`` and
 #: the like), which new rows are read against; a file of version 9 to 17 still reads, and reads
 #: new rows against the walls themselves.
