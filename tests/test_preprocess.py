@@ -395,24 +395,3 @@ def test_a_rare_flag_is_a_category_and_a_common_one_a_number() -> None:
     assert kinds == {"rare": "categorical", "common": "numeric", "x": "numeric"}
     note = schema.columns[schema.names.index("rare")].note
     assert note == "rare: 991 of its 1000 values are 0, the other value too rare to read as a number; read as a category"
-
-
-def test_rare_flags_stay_numbers_in_a_table_wider_than_its_flows_read_column_by_column() -> None:
-    """Past 128 numbers the models read the numbers' leading components: a bag of words' rare 0/1
-    words stay numbers there (as categories they left the components and the neighbours)."""
-    from nrad.table import MAX_CELL_FEATURES
-
-    rng = np.random.default_rng(3)
-    n = 1000
-
-    def words(p: int) -> pd.DataFrame:
-        counts = rng.poisson(rng.uniform(0.2, 3.0, size=p), size=(n, p)).astype(float)
-        frame = pd.DataFrame(counts, columns=[f"w{j}" for j in range(p)])
-        frame["rare"] = 0.0
-        frame.loc[rng.choice(n, 5, replace=False), "rare"] = 1.0
-        return frame
-
-    narrow, wide = fit_schema(words(20)), fit_schema(words(MAX_CELL_FEATURES + 10))
-    assert narrow.columns[narrow.names.index("rare")].kind == "categorical"
-    assert wide.columns[wide.names.index("rare")].kind == "numeric"
-    assert wide.columns[wide.names.index("rare")].note == ""

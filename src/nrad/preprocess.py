@@ -18,9 +18,7 @@ Column handling (documented in docs/usage.md):
   "?" or "1,5", become missing and are counted).  A numeric 0/1 column stays
   numeric (a lattice to the flow, which models how it goes with the other
   numbers; 39 binary attributes of celeba were read worse as categories)
-  unless its other value is rare (``RARE_FLAG_SHARE``) in a table whose
-  flows read its columns (a wider one keeps it a number: see
-  :func:`fit_schema`);
+  unless its other value is rare (``RARE_FLAG_SHARE``);
 * datetime (dtype, or text that parses as dates): hour of the day (numeric,
   with minutes) and day of the week (categorical).  Absolute time, month and
   day of month are left out on purpose: data scored later would lie outside
@@ -97,8 +95,6 @@ MAX_OFF_MODE = 2
 #: rows is read as a category too, for the same reason: the flows pile their density onto its
 #: mode, and a flag set in 5 of 3,000 rows cost each of them hundreds of nats, flagged every one.
 RARE_FLAG_SHARE = 0.01
-#: What the note of such a column says (and how :func:`_rare_flags_as_numbers` finds them).
-RARE_FLAG_WHY = ", the other value too rare to read as a number"
 #: Nor does a column of three values off any lattice, one of them in at least ``SPIKE_SHARE`` of
 #: its rows (0 in 147 of 150 rows, 260 in two, 2040 in one): its spread is 0 and read as a number
 #: its other values sit tens of sd out; it is read as a category too.  A count's 0, 1 and 2 lie on
@@ -268,7 +264,6 @@ def fit_schema(
             dropped[str(name)] = reason
         else:
             plans.append(plan)
-    plans = _rare_flags_as_numbers(plans, df)
     if not plans:
         reasons = {**dropped, **dict.fromkeys(identifiers, "identifier")}
         raise NradError(
@@ -277,32 +272,6 @@ def fit_schema(
         )
     kept = [str(c) for c in df.columns if str(c) not in identifiers]
     return TableSchema(plans, dropped, kept, identifiers, counts=counts)
-
-
-def _rare_flags_as_numbers(plans: list[ColumnPlan], df: pd.DataFrame) -> list[ColumnPlan]:
-    """``plans`` with rare 0/1 flags planned as numbers again when the table has more numbers than
-    its flows read one by one (``nrad.table.MAX_CELL_FEATURES``).
-
-    A rare flag is read as a category because flows that read it as a column
-    pile their density onto its mode (``RARE_FLAG_SHARE``).  Past that width
-    the flows, the robust Gaussian and the neighbours read the numbers'
-    leading components instead, where a flag is one small direction among
-    many, and no cell is tested on its own; read as categories, the rare words
-    of a bag of words (a few hundred columns of 1,555) left the components and
-    the neighbours, and summed a rare level's cost per word instead.
-    """
-    from nrad.table import MAX_CELL_FEATURES  # here: nrad.table imports this module
-
-    flags = {}
-    for i, plan in enumerate(plans):
-        if plan.kind == "categorical" and RARE_FLAG_WHY in plan.note:
-            again, _, _ = _plan_column(plan.name, df[plan.name], rare_flags=False)
-            if again is not None and again.kind == "numeric":
-                flags[i] = again
-    numeric = sum(plan.kind == "numeric" for plan in plans)
-    if not flags or numeric + len(flags) <= MAX_CELL_FEATURES:
-        return plans
-    return [flags.get(i, plan) for i, plan in enumerate(plans)]
 
 
 def is_identifier(col: pd.Series) -> bool:
@@ -580,15 +549,13 @@ def _datetime_kind(col: pd.Series) -> str | None:
     return _datetime_format(col)
 
 
-def _plan_column(name: str, col: pd.Series, rare_flags: bool = True) -> tuple[ColumnPlan | None, str, int]:
-    """How column ``name`` is read, why not (when it is not), and how many cells failed to parse;
-    ``rare_flags``: a 0/1 column whose other value is rare is a category."""
+def _plan_column(name: str, col: pd.Series) -> tuple[ColumnPlan | None, str, int]:
     if col.isna().all():
         return None, "all values missing", 0
     if pd.api.types.is_bool_dtype(col):
         return _categorical_plan(name, col)
     if pd.api.types.is_numeric_dtype(col):
-        return _numeric_plan(name, col.astype(float), 0, rare_flags=rare_flags)
+        return _numeric_plan(name, col.astype(float), 0)
     if (fmt := _datetime_kind(col)) is not None:
         parsed = _parse_datetime(col, fmt)
         hour, weekday = _datetime_parts(parsed)
@@ -602,9 +569,7 @@ def _plan_column(name: str, col: pd.Series, rare_flags: bool = True) -> tuple[Co
     present = _na_tokens_to_missing(col).notna().sum()
     if present and values.notna().sum() >= NUMERIC_PARSE_SHARE * present:
         # Read as a category, its levels are the cells as written: what is matched when a table is scored.
-        plan, reason, failures = _numeric_plan(
-            name, values, failures, written=_na_tokens_to_missing(col), rare_flags=rare_flags
-        )
+        plan, reason, failures = _numeric_plan(name, values, failures, written=_na_tokens_to_missing(col))
         if plan is not None and plan.kind == "numeric":
             plan.number_format = fmt
         return plan, reason, failures
@@ -631,11 +596,10 @@ def _looks_like_dates(col: pd.Series) -> float:
 
 
 def _numeric_plan(
-    name: str, values: pd.Series, failures: int, written: pd.Series | None = None, rare_flags: bool = True
+    name: str, values: pd.Series, failures: int, written: pd.Series | None = None
 ) -> tuple[ColumnPlan | None, str, int]:
     """The plan of a column of numbers ``values``; ``written``: its cells as the table writes them
-    (the levels if it is read as a category; ``values`` themselves when None); ``rare_flags``: see
-    :func:`_plan_column`."""
+    (the levels if it is read as a category; ``values`` themselves when None)."""
     finite = values[np.isfinite(values)]
     if finite.empty:
         return None, "no finite values", failures
@@ -646,8 +610,8 @@ def _numeric_plan(
     off_mode = len(finite) - int(counts.iloc[0])
     if 0 < off_mode <= MAX_OFF_MODE and len(finite) > 2 * MAX_OFF_MODE:
         why = ", too few others to read as numbers"
-    elif rare_flags and distinct == 2 and 0 < off_mode < RARE_FLAG_SHARE * len(finite):
-        why = RARE_FLAG_WHY
+    elif distinct == 2 and 0 < off_mode < RARE_FLAG_SHARE * len(finite):
+        why = ", the other value too rare to read as a number"
     elif (
         distinct == FEW_OFF_MODE_VALUES
         and counts.iloc[0] >= SPIKE_SHARE * len(finite)
