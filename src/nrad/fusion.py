@@ -296,16 +296,11 @@ class Fusion:
 
     def _log_among_all(self, z: np.ndarray, k: int) -> np.ndarray:
         """Log distance of each row to its ``k``-th nearest of ``everyone`` (see :meth:`_log_distance`)."""
-        import torch
-
-        from nrad.threads import map_chunks
-
         if k not in self._among_all:
             everyone = self.everyone
             assert everyone is not None
             self._among_all[k] = NeighbourSearch(everyone, k)
-        found = map_chunks(torch.as_tensor(z, dtype=torch.float64), self._among_all[k].kth_distance)
-        return np.log(np.maximum(found, MIN_DISTANCE))
+        return _log_of(_kth_distance(self._among_all[k], z))
 
     def _fold_members(self, k: int, z: np.ndarray) -> np.ndarray:
         return np.column_stack([self._log_distance(k, z), self.forests[k].score(z)])
@@ -315,18 +310,14 @@ class Fusion:
         # negative log-density (up to a constant), the density member's unit, and its tail is
         # exponential where the raw distance's is heavy (on heavy-tailed columns),
         # which the p-values' tail model needs (nrad.calibration).
-        return np.log(np.maximum(self._neighbour_distance(k, z), MIN_DISTANCE))
+        return _log_of(self._neighbour_distance(k, z))
 
     def _neighbour_distance(self, k: int, z: np.ndarray) -> np.ndarray:
         """Distance of each row to its ``N_NEIGHBORS``-th nearest reference row of fold ``k``
         (:mod:`nrad.neighbours`: exact, and each row's on its own)."""
-        import torch
-
-        from nrad.threads import map_chunks
-
         if self._searches is None:  # built from the stored rows once per object, never saved
             self._searches = [NeighbourSearch(ref, N_NEIGHBORS) for ref in self.references]
-        return map_chunks(torch.as_tensor(z, dtype=torch.float64), self._searches[k].kth_distance)
+        return _kth_distance(self._searches[k], z)
 
     def calibrate(self, density: np.ndarray, members: np.ndarray) -> None:
         """Set each member's scale from the out-of-fold scores of the training rows (``members``:
@@ -378,6 +369,21 @@ class Fusion:
             ):  # fmt: skip
                 raise ValueError("fusion's rows for new rows must name a fold and a row of its references")
         return cls(references, forests, center, spread, index)
+
+
+def _kth_distance(search: NeighbourSearch, z: np.ndarray) -> np.ndarray:
+    """Each row's distance to its k-th nearest row of ``search``, the rows in chunks across the
+    scoring threads (:func:`nrad.threads.map_chunks`)."""
+    import torch
+
+    from nrad.threads import map_chunks
+
+    return map_chunks(torch.as_tensor(z, dtype=torch.float64), search.kth_distance)
+
+
+def _log_of(distance: np.ndarray) -> np.ndarray:
+    """The neighbour score of a distance: its log, duplicates' 0 counted as ``MIN_DISTANCE``."""
+    return np.log(np.maximum(distance, MIN_DISTANCE))
 
 
 def _once_each(chosen: list[np.ndarray]) -> np.ndarray:
