@@ -1539,3 +1539,148 @@ def make_network_flows(
 #: A family written after the others, on a kind of table none of them is: addresses of high
 #: cardinality, ports, counters with bounds between them, a rare legitimate kind of flow.
 FAMILIES["flows"] = make_network_flows
+
+
+EMPLOYEE_KINDS = (
+    "salary_monthly",
+    "hired_as_child",
+    "bonus_over_salary",
+    "title_for_other_level",
+    "hours_extra_digit",
+    "part_time_paid_full",
+    "rating_off_scale",
+    "negative_sick_days",
+    "overtime_for_director",
+    "salary_for_other_level",
+)
+
+
+def make_employees(
+    n_rows: int = 3000,
+    n_anomalies: int = 20,
+    random_state: int = 0,
+    missing_rate: float = 0.03,
+    kinds: tuple[str, ...] | None = None,
+) -> PlantedTable:
+    """An HR system's export of employees, 17 columns: id, department, office, job level (1-6) and
+    the title that goes with it, birth and hire years and the years of service they give (exact),
+    the annual salary (log-normal by level and department, rising with service), a bonus (0 below
+    level 3, else a share of the salary), weekly hours (40 for most, part time for some, 10 for a
+    few interns), the full-time share those hours are, the monthly pay (salary times that share
+    over 12: exact), overtime hours (0 for most and for every manager), sick days, a rating of 1 to
+    5 and whether the employee works remotely; missing cells in three columns.
+
+    Planted, each an error a person or an interface makes: ``salary_monthly`` (the monthly salary
+    entered as the annual one: salary), ``hired_as_child`` (a hire year 10 years after the birth
+    year, service to match: hire_year, birth_year), ``bonus_over_salary`` (a bonus 1.5 to 3 times
+    the salary: bonus), ``title_for_other_level`` (the title of a level 3 or more away: title,
+    job_level), ``hours_extra_digit`` (400 hours a week: hours_per_week), ``part_time_paid_full``
+    (a part-timer's monthly pay at full time: monthly_pay), ``rating_off_scale`` (a rating of 0 or
+    10: rating), ``negative_sick_days`` (sick_days), ``overtime_for_director`` (20-40 hours of
+    overtime at level 6: overtime_hours, job_level), ``salary_for_other_level`` (a level-1 or -2
+    employee paid a level-6 salary, within the column's range: salary, job_level).  The interns
+    (10 hours, level 1) are rare but legitimate (``rare``).
+
+    Written before any result on it was seen, to judge the flags on a table none of the detector's
+    rules was tuned on.
+    """
+    import pandas as pd
+
+    rng = np.random.default_rng(random_state)
+    world = np.random.default_rng(5151)
+    n = n_rows
+    departments = ["sales", "engineering", "support", "finance", "hr", "operations", "legal"]
+    dept = rng.choice(len(departments), size=n, p=[0.22, 0.28, 0.18, 0.1, 0.06, 0.12, 0.04])
+    dept_effect = world.normal(0, 0.12, len(departments))
+    level = np.minimum(1 + rng.binomial(5, np.array([0.3, 0.4, 0.25, 0.4, 0.35, 0.3, 0.5])[dept]), 6)
+    titles = np.array(["associate", "analyst", "senior", "lead", "manager", "director"])
+    birth = rng.integers(1960, 2003, n)
+    earliest = np.maximum(birth + 18, 1985)
+    hire = np.minimum(earliest + np.floor(rng.exponential(6, n)).astype(int), 2024)
+    service = 2024 - hire
+    salary = np.exp(10.3 + 0.22 * level + dept_effect[dept] + 0.01 * service + rng.normal(0, 0.12, n))
+    share = np.where(level >= 3, rng.beta(2, 12, n) * (level / 3), 0.0)
+    share = np.where((level == 2) & (rng.random(n) < 0.05), rng.beta(2, 20, n), share)
+    bonus = np.round(salary * share, -1)
+    hours = rng.choice([40, 32, 30, 20, 45], size=n, p=[0.82, 0.06, 0.04, 0.04, 0.04])
+    intern = (level == 1) & (rng.random(n) < 0.03)
+    hours = np.where(intern, 10, hours)
+    fte = np.round(np.minimum(hours / 40, 1.0), 3)
+    monthly = np.round(salary * fte / 12, 2)
+    overtime = np.where((level <= 4) & (rng.random(n) < 0.3), rng.poisson(6, n), 0)
+    df = pd.DataFrame(
+        {
+            "employee_id": [f"E{random_state:03d}{i:05d}" for i in range(n)],
+            "department": np.array(departments)[dept],
+            "office": rng.choice(
+                ["Berlin", "Munich", "Hamburg", "Vienna", "Zurich"], size=n, p=[0.35, 0.25, 0.2, 0.12, 0.08]
+            ),
+            "job_level": level,
+            "title": titles[level - 1],
+            "birth_year": birth,
+            "hire_year": hire,
+            "years_of_service": service,
+            "salary": np.round(salary, 0),
+            "bonus": bonus,
+            "hours_per_week": hours,
+            "fte": fte,
+            "monthly_pay": monthly,
+            "overtime_hours": overtime,
+            "sick_days": rng.negative_binomial(2, 0.35, n),
+            "rating": np.clip(np.round(rng.normal(3.3, 0.8, n)), 1, 5).astype(int),
+            "remote": np.where(rng.random(n) < np.where(np.isin(dept, [1, 2]), 0.5, 0.15), "yes", "no"),
+        }
+    )
+    kinds = kinds or EMPLOYEE_KINDS
+    rows = _planted_rows(n, n_anomalies, rng)
+    records = []
+    for k, row in enumerate(rows):
+        kind = kinds[k % len(kinds)]
+        if kind == "salary_monthly":
+            df.loc[row, "salary"] = round(float(salary[row]) / 12, 0)
+            causes: tuple[str, ...] = ("salary",)
+        elif kind == "hired_as_child":
+            df.loc[row, "hire_year"] = int(birth[row] + 10)
+            df.loc[row, "years_of_service"] = int(2024 - birth[row] - 10)
+            causes = ("hire_year", "birth_year", "years_of_service")
+        elif kind == "bonus_over_salary":
+            df.loc[row, "bonus"] = round(float(salary[row]) * float(rng.uniform(1.5, 3.0)), -1)
+            causes = ("bonus",)
+        elif kind == "title_for_other_level":
+            far = [t for i, t in enumerate(titles) if abs(i + 1 - level[row]) >= 3]
+            df.loc[row, "title"] = str(rng.choice(far))
+            causes = ("title", "job_level")
+        elif kind == "hours_extra_digit":
+            df.loc[row, "hours_per_week"] = 400
+            causes = ("hours_per_week",)
+        elif kind == "part_time_paid_full":
+            df.loc[row, ["hours_per_week", "fte"]] = [20, 0.5]
+            df.loc[row, "monthly_pay"] = round(float(salary[row]) / 12, 2)
+            causes = ("monthly_pay", "fte", "hours_per_week")
+        elif kind == "rating_off_scale":
+            df.loc[row, "rating"] = int(rng.choice([0, 10]))
+            causes = ("rating",)
+        elif kind == "negative_sick_days":
+            df.loc[row, "sick_days"] = -int(rng.integers(2, 9))
+            causes = ("sick_days",)
+        elif kind == "overtime_for_director":
+            df.loc[row, ["job_level", "title"]] = [6, "director"]
+            df.loc[row, "salary"] = round(float(np.exp(10.3 + 0.22 * 6 + dept_effect[dept[row]])), 0)
+            df.loc[row, "overtime_hours"] = int(rng.integers(20, 41))
+            causes = ("overtime_hours", "job_level")
+        elif kind == "salary_for_other_level":
+            low = int(rng.integers(1, 3))
+            df.loc[row, ["job_level", "title", "bonus"]] = [low, titles[low - 1], 0.0]
+            pay = float(np.exp(10.3 + 0.22 * 6 + dept_effect[dept[row]] + 0.01 * service[row]))
+            df.loc[row, "salary"] = round(pay, 0)
+            df.loc[row, "monthly_pay"] = round(pay * float(fte[row]) / 12, 2)
+            causes = ("salary", "job_level", "monthly_pay")
+        else:
+            raise ValueError(f"unknown anomaly kind {kind!r}")
+        records.append({"row": int(row), "kind": kind, "causes": causes})
+    _knock_out(df, ["rating", "sick_days", "office"], missing_rate, rng, set(rows.tolist()))
+    rare = np.setdiff1d(np.flatnonzero(intern), rows)
+    return PlantedTable(df, pd.DataFrame(records, columns=["row", "kind", "causes"]), rare=rare)
+
+
+FAMILIES["employees"] = make_employees
