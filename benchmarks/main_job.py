@@ -53,6 +53,7 @@ IDS = {
     "invoices": "invoice_id",
     "bookings": "booking_ref",
     "flows": "flow_id",
+    "employees": "employee_id",
 }
 #: The four kinds the issue describes: an impossible age, a 30x amount, a 40x quantity, a broken relation.
 ISSUE_KINDS = ("impossible_age", "huge_amount", "huge_quantity", "age_balance")
