@@ -261,3 +261,34 @@ def test_a_reason_states_the_identity_a_row_breaks_with_what_it_gives() -> None:
     # Its response is the net or the euro total, which both hold the net here.
     net = f"{float(df.loc[row, 'net']):.4g}"
     assert f"(net {net} here, where it gives " in elsewhere[0] or f"(gross_eur {net} here" in elsewhere[0]
+
+
+def test_an_identity_through_columns_most_rows_hold_at_one_value_is_found() -> None:
+    """Most employees work 40 hours (a full-time share of 1) with no overtime: those columns have
+    no interquartile range.  Monthly pay = salary x full-time share / 12 and service = 2024 - the
+    hire year are identities all the same, and a part-timer paid a full month breaks the first."""
+    rng = np.random.default_rng(4)
+    n = 2000
+    hours = rng.choice([40, 32, 30, 20, 45, 10], n, p=[0.8, 0.06, 0.04, 0.04, 0.04, 0.02])
+    fte = np.round(np.minimum(hours / 40, 1.0), 3)
+    salary = np.round(np.exp(rng.normal(11, 0.3, n)))
+    hire = rng.integers(1985, 2025, n)
+    df = pd.DataFrame(
+        {
+            "hours": hours,
+            "fte": fte,
+            "overtime": np.where(rng.random(n) < 0.3, rng.poisson(6, n), 0),
+            "salary": salary,
+            "monthly": np.round(salary * fte / 12, 2),
+            "hire_year": hire,
+            "service": 2024 - hire,
+        }
+    )
+    ids, values, codes, names = _fit(df)
+    kept = {frozenset(names[j] for j in np.flatnonzero(ids.involved(k))) for k in range(ids.n_identities)}
+    assert frozenset({"monthly", "salary", "fte"}) in kept and frozenset({"service", "hire_year"}) in kept
+    assert not ids.broken(values, codes)[0].any()
+    part_timer = int(np.flatnonzero(hours == 20)[0])
+    values[part_timer, names.index("monthly")] = salary[part_timer] / 12  # paid a full month
+    cells = ids.broken(values, codes)[0]
+    assert cells[part_timer].any() and cells.any(axis=1).sum() == 1

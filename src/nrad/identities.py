@@ -507,9 +507,31 @@ def _resolution(values: np.ndarray) -> np.ndarray:
 
 def _bulk(block: np.ndarray) -> np.ndarray:
     """Rows of ``block`` whose every value is within ``BULK_SPREADS`` interquartile ranges of its
-    column's median."""
-    low, mid, high = np.percentile(block, [25, 50, 75], axis=0)
-    return (np.abs(block - mid) <= BULK_SPREADS * np.maximum(high - low, 1e-12)).all(axis=1)
+    column's median, or of its 5-95% range where the middle half is one value.
+
+    A column whose middle half is one value (40 hours a week, no overtime, a full-time share of 1)
+    has no interquartile range: read by it, the bulk was the rows at that value, the fit never saw
+    the column vary, and "monthly pay = salary x full-time share / 12" was off in every part-timer's
+    row and not kept."""
+    p5, low, mid, high, p95 = np.percentile(block, [5, 25, 50, 75, 95], axis=0)
+    spread = np.where(high > low, high - low, p95 - p5)
+    return (np.abs(block - mid) <= BULK_SPREADS * np.maximum(spread, 1e-12)).all(axis=1)
+
+
+def _least_squares(X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Least-squares coefficients of ``y`` on ``X`` (its first column the intercept), 0 for a
+    predictor constant over these rows.
+
+    The minimum-norm solution numpy gives spreads the intercept over such a column: in a table
+    where most rows work 40 hours and have no overtime, the rows in every column's bulk all hold
+    those values, and a first fit on them put weight on both columns, which then moved the relation
+    wherever they were not 40 and 0, and "service = 2024 - the hire year" was off in every
+    part-timer's row and not kept."""
+    varies = np.ones(X.shape[1], dtype=bool)
+    varies[1:] = np.ptp(X[:, 1:], axis=0) > 0
+    beta = np.zeros(X.shape[1])
+    beta[varies] = np.linalg.lstsq(X[:, varies], y, rcond=None)[0]
+    return beta
 
 
 def _design(form_values: np.ndarray, predictors: np.ndarray) -> np.ndarray:
@@ -612,15 +634,15 @@ class _Form:
         # fits best, then the rows within rounding.
         bulk = _bulk(block)
         start = bulk if bulk.sum() >= need else np.ones(len(fit_rows), dtype=bool)
-        beta = np.linalg.lstsq(X[start], y[start], rcond=None)[0]
+        beta = _least_squares(X[start], y[start])
         off = np.abs(y - X @ beta)
         best = off <= np.median(off)
-        beta = np.linalg.lstsq(X[best], y[best], rcond=None)[0]
+        beta = _least_squares(X[best], y[best])
         tol = _tolerance(units[np.ix_(fit_rows, cols)], step[cols], 0, local, beta[1:], log, counts)
         inside = np.abs(y - X @ beta) <= tol
         if inside.sum() < need:
             return None
-        beta = np.linalg.lstsq(X[inside], y[inside], rcond=None)[0]
+        beta = _least_squares(X[inside], y[inside])
         residual = y[inside] - X[inside] @ beta
         # Scaled so that u' gram u is the variance of the fitted relation at a row u.
         dof = max(int(inside.sum()) - X.shape[1], 1)
