@@ -191,6 +191,27 @@ def test_a_pile_of_one_pair_of_values_is_no_wall_of_their_difference() -> None:
     assert not walls.beyond(np.array([[40.0, 60.0]])).any()
 
 
+def test_a_bound_that_binds_without_a_pile_is_a_wall_and_a_thinning_edge_is_not() -> None:
+    """Hired at 18 or later: as many rows at 18 years as at 19 (no pile), none below, two errors
+    hired at 10: a wall of hire year less birth year.  Rooms less bathrooms thin out towards 0
+    (15 rows at 1 after 23 at 2) and stop there: no wall, a house with as many bathrooms as rooms
+    is rare, not impossible."""
+    from nrad.cells import Walls
+
+    rng = np.random.default_rng(3)
+    n = 3000
+    birth = rng.integers(1960, 2003, n).astype(float)
+    offset = rng.permutation(np.r_[np.repeat([0.0, 1.0], [140, 150]), rng.integers(2, 25, n - 290)])
+    hire = birth + 18 + offset  # 140 rows at 18 years, 150 at 19: no pile
+    hire[[5, 6]] = birth[[5, 6]] + 10
+    baths = rng.integers(1, 4, n).astype(float)
+    rooms = baths + np.r_[np.repeat([1.0, 2.0], [15, 23]), 3 + rng.binomial(8, 0.35, n - 38)]
+    walls = Walls.fit(np.column_stack([birth, hire, rooms, baths]), np.ones(4))
+    found = {(int(j), int(k)): (lo, hi) for (j, k), lo, hi in zip(walls.pairs, walls.pair_low, walls.pair_high)}
+    assert set(found) == {(0, 1)} and found[(0, 1)][1] == -18.0
+    assert walls.beyond(np.array([[1990.0, 2000.0, 3.0, 3.0]])).tolist() == [[True, True, False, False]]
+
+
 def test_a_bound_one_column_keeps_given_another_is_a_wall_of_their_difference() -> None:
     """Years as a customer never above the age less 18 (they pile up there: customers since
     their 18th birthday), a remodelling year never before the building year: walls of the

@@ -110,6 +110,12 @@ PAIR_WALL_LEVEL = 1e-6
 #: bathrooms: 15 rows at 1, 23 at 2), and a new house with as many bathrooms as rooms is rare,
 #: not impossible.
 PAIR_PILE_RATIO = 1.0
+#: ... or no pile, but an edge so sharp that, were the differences to go on thinning out past it as
+#: they do up to it, so few rows would lie beyond with at most this chance: a bound that binds
+#: without piling rows up (hired at 18 or later: 329 rows at 18, 332 at 19, none below).  The
+#: rooms less bathrooms above (15 at 1 after 23 at 2) would put 9.8 rows at 0, and none there has
+#: chance 6e-5: a thinning edge, no bound.
+PAIR_EDGE_LEVEL = 1e-9
 #: ... and a bound is met across the columns' values: the rows at a difference's wall hold at
 #: least this many values of the first column (remodelled in the year built: 1952, 1961, 2003).
 #: A pile of one pair of values is the two columns' own extremes meeting: 13 of 150 invoices of
@@ -741,11 +747,15 @@ def _lattice_base(x: np.ndarray, spacing: float) -> float:
     return base if np.allclose(np.diff(on), spacing, rtol=1e-6, atol=0.0) else np.nan
 
 
-def _lattice_walls(x: np.ndarray, zero_is_a_wall: bool, ratio: float = WALL_RATIO) -> tuple[float, float]:
+def _lattice_walls(
+    x: np.ndarray, zero_is_a_wall: bool, ratio: float = WALL_RATIO, sharp: float | None = None
+) -> tuple[float, float]:
     """(low, high) walls of lattice values ``x`` (NaN: none): see ``WALL_SHARE`` and the next
     constants.  ``zero_is_a_wall``: a pile at 0 (a count's) is a lower wall whatever its size
     against the next value, and needs no ``WALL_MIN_ROWS``.  ``ratio``: a wall holds at least
-    this share of the next value's count."""
+    this share of the next value's count.  ``sharp``: a value is a wall without that share too
+    where so few rows lie beyond it that thinning out as the values do up to it would leave
+    that few with at most this chance (:func:`_none_beyond` at this level)."""
     levels, counts = np.unique(x, return_counts=True)
     allowed = BEYOND_WALL * len(x)
     below, above = np.cumsum(counts) - counts, np.cumsum(counts[::-1])[::-1] - counts
@@ -753,27 +763,28 @@ def _lattice_walls(x: np.ndarray, zero_is_a_wall: bool, ratio: float = WALL_RATI
     piled = (counts >= WALL_SHARE * len(x)) & ((counts >= WALL_MIN_ROWS) | zero)
     inner_up = np.r_[counts[1:], 0]  # the next value towards the middle, from below ...
     inner_down = np.r_[0, counts[:-1]]  # ... and from above
-    lows = np.flatnonzero(
-        piled
-        & (below <= allowed)
-        & (((counts >= ratio * inner_up) & _none_beyond(counts, inner_up, below)) | zero)
-    )
-    highs = np.flatnonzero(
-        piled & (above <= allowed) & (counts >= ratio * inner_down) & _none_beyond(counts, inner_down, above)
-    )
+    edge_up = (counts >= ratio * inner_up) & _none_beyond(counts, inner_up, below)
+    edge_down = (counts >= ratio * inner_down) & _none_beyond(counts, inner_down, above)
+    if sharp is not None:
+        edge_up |= _none_beyond(counts, inner_up, below, sharp)
+        edge_down |= _none_beyond(counts, inner_down, above, sharp)
+    lows = np.flatnonzero(piled & (below <= allowed) & (edge_up | zero))
+    highs = np.flatnonzero(piled & (above <= allowed) & edge_down)
     low = float(levels[lows[0]]) if len(lows) else np.nan
     return low, float(levels[highs[-1]]) if len(highs) else np.nan
 
 
-def _none_beyond(counts: np.ndarray, inner: np.ndarray, beyond: np.ndarray) -> np.ndarray:
+def _none_beyond(
+    counts: np.ndarray, inner: np.ndarray, beyond: np.ndarray, level: float = WALL_LEVEL
+) -> np.ndarray:
     """Per value of a lattice column: whether as few rows as ``beyond`` it would lie there with
-    chance at most ``WALL_LEVEL`` were the values to thin out past it as from the next value inward
+    chance at most ``level`` were the values to thin out past it as from the next value inward
     to it (``inner`` rows there, ``counts`` at it: ``counts * min(counts / inner, 1)`` expected at
     the next value out, a Poisson count)."""
     from scipy.stats import poisson
 
     expected = counts * np.minimum(counts / np.maximum(inner, 1), 1.0)
-    return poisson.cdf(beyond, expected) <= WALL_LEVEL
+    return poisson.cdf(beyond, expected) <= level
 
 
 def _pair_walls(
@@ -813,7 +824,7 @@ def _pair_walls(
                 x, y = values[both, j], values[both, k]
                 # On the finer lattice: rounding error of the subtraction would split a pile.
                 diff = np.round((x - y) / step) * step
-                low, high = _lattice_walls(diff, zero_is_a_wall=False, ratio=PAIR_PILE_RATIO)
+                low, high = _lattice_walls(diff, False, PAIR_PILE_RATIO, PAIR_EDGE_LEVEL)
                 low, high = (_met_across(x, diff, bound) for bound in (low, high))
                 if not _kept_by_relation(x, y, diff, low - step / 2.0, below=True):
                     low = np.nan
