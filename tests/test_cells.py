@@ -207,7 +207,8 @@ def test_a_bound_that_binds_without_a_pile_is_a_wall_and_a_thinning_edge_is_not(
     baths = rng.integers(1, 4, n).astype(float)
     rooms = baths + np.r_[np.repeat([1.0, 2.0], [15, 23]), 3 + rng.binomial(8, 0.35, n - 38)]
     walls = Walls.fit(np.column_stack([birth, hire, rooms, baths]), np.ones(4))
-    found = {(int(j), int(k)): (lo, hi) for (j, k), lo, hi in zip(walls.pairs, walls.pair_low, walls.pair_high)}
+    sides = zip(walls.pairs, walls.pair_low, walls.pair_high, strict=True)
+    found = {(int(j), int(k)): (lo, hi) for (j, k), lo, hi in sides}
     assert set(found) == {(0, 1)} and found[(0, 1)][1] == -18.0
     assert walls.beyond(np.array([[1990.0, 2000.0, 3.0, 3.0]])).tolist() == [[True, True, False, False]]
 
@@ -658,3 +659,55 @@ def test_a_band_begins_where_its_gap_to_the_other_values_does() -> None:
     scored, _ = model.score(df, fdr=0.1, in_sample=True, explain="none")
     assert wholesale.sum() >= 30
     assert scored["flagged"].to_numpy()[wholesale].sum() <= 1
+
+
+def test_a_value_many_rows_share_but_few_of_its_level_is_tested_in_its_level() -> None:
+    """Every job level is held by hundreds of employees, and the title that goes with each level
+    reads it.  Three rows whose title is a director's and whose level is 1 or 2 hold a value the
+    column shares widely and their title does not: scored against themselves, they are flagged
+    and named by the level or the title."""
+    rng = np.random.default_rng(11)
+    n = 3000
+    level = rng.integers(1, 7, n)
+    titles = np.array(["associate", "analyst", "senior", "lead", "manager", "director"])
+    df = pd.DataFrame(
+        {
+            "level": level,
+            "title": titles[level - 1],
+            "salary": np.round(np.exp(10.3 + 0.2 * level + rng.normal(0, 0.15, n))),
+            "age": np.round(rng.normal(40, 10, n)),
+        }
+    )
+    wrong = [10, 20, 30]
+    df.loc[wrong, "title"] = "director"
+    df.loc[wrong, "level"] = [1, 2, 1]
+    model = fit_table(df, random_state=0, max_epochs=5)
+    shared = model.numeric.shared_in_context(model.raw_values(model.prepare(df)), model.prepare(df).codes)
+    column = model.schema.numeric_names.index("level")
+    assert not shared[wrong, column].any() and shared[np.setdiff1d(np.arange(n), wrong), column].all()
+    scored, _ = model.score(df, fdr=0.1, in_sample=True)
+    assert scored.loc[wrong, "flagged"].all()
+    assert {first_feature(t) for t in scored.loc[wrong, "top_features"]} <= {"level", "title"}
+
+
+def test_the_value_test_leaves_out_values_rare_in_their_context_though_shared_in_the_column() -> None:
+    """A table scored against itself: three values far out in their context (a level of 1 under
+    a director's title), each held by hundreds of rows of the column.  Kept in the tail's fit as
+    shared values they make the tail heavy enough to hide them; left out as values few rows of
+    their context hold, they stand beyond it."""
+    rng = np.random.default_rng(2)
+    n = 3000
+    values = rng.normal(size=(n, 1))
+    values[[5, 6, 7], 0] = [-9.0, -8.5, -9.5]
+    residuals, columns = values.copy(), values.copy()
+    shared = np.ones((n, 1), dtype=bool)
+    in_context = shared.copy()
+    in_context[[5, 6, 7], 0] = False
+    column_wide = NumericCellTests.fit(residuals, values, columns, CELL_TRIM, shared=shared)
+    in_level = NumericCellTests.fit(
+        residuals, values, columns, CELL_TRIM, shared=shared, in_context=in_context
+    )
+    far = np.array([5, 6, 7])
+    low_column_wide = column_wide.log_p_parts(residuals, values, columns)[1][far, 0]
+    low_in_level = in_level.log_p_parts(residuals, values, columns)[1][far, 0]
+    assert (low_in_level < low_column_wide - np.log(100)).all() and (low_in_level < np.log(1e-6)).all()

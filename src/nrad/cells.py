@@ -166,6 +166,7 @@ class NumericCellTests:
         shared: np.ndarray | None = None,
         few: np.ndarray | None = None,
         bands: np.ndarray | None = None,
+        in_context: np.ndarray | None = None,
     ) -> NumericCellTests:
         """From (n, p) out-of-fold residuals of the training rows, their (n, p) values in context
         and their (n, p) values as the columns hold them, shaped (NaN where the cell is absent);
@@ -175,7 +176,10 @@ class NumericCellTests:
         cells whose value many rows of the column hold (:func:`nrad.numeric.shared_values`), which a trimmed
         value test never leaves out, nor a residual test in the columns ``few`` (p, bool; see
         :func:`few_valued`).  ``bands`` (n, p, bool): the cells of a band (:func:`far_bands`),
-        whose rows' cells no test leaves out, in any column."""
+        whose rows' cells no test leaves out, in any column.  ``in_context`` (n, p, bool): the
+        cells whose value many rows of their context share
+        (:meth:`nrad.numeric.NumericModel.shared_in_context`), which the value-in-context test
+        never leaves out instead of ``shared`` (None: ``shared``)."""
         # A residual's surprise is exponential where the model holds: its tail takes the posterior
         # mean shape, not the average of the shapes' p-values (see TailModel.fit).  A value many
         # rows share is still tested against the rest of its row (an age of 21 is common, and
@@ -188,11 +192,13 @@ class NumericCellTests:
             held = np.repeat(bands.any(axis=1, keepdims=True), residuals.shape[1], axis=1)
             kept = held if kept is None else kept | held
             shared = held if shared is None else shared | held
+            in_context = None if in_context is None else in_context | held
+        in_context = shared if in_context is None else in_context
         upper, lower = _side_tails(
             residuals, _surprise, trim, CELL_MAX_SHAPE, RESIDUAL_MIN_SCALE, mean_shape=True, kept=kept
         )
         value_upper, value_lower = _side_tails(
-            values, np.asarray, trim, CELL_MAX_SHAPE, untrimmed=levels, kept=shared
+            values, np.asarray, trim, CELL_MAX_SHAPE, untrimmed=levels, kept=in_context
         )
         column_upper, column_lower = _side_tails(
             columns, np.asarray, trim, CELL_MAX_SHAPE, untrimmed=levels, kept=shared

@@ -121,6 +121,7 @@ class ChannelTails:
         shared: np.ndarray | None = None,
         few: np.ndarray | None = None,
         bands: np.ndarray | None = None,
+        in_context: np.ndarray | None = None,
     ) -> ChannelTails:
         """From the training rows' out-of-fold statistics (None: no such channel).  ``cluster``:
         in sample, the distance's tail may leave out a tight cluster standing apart (False: only
@@ -136,7 +137,9 @@ class ChannelTails:
         cells of the bands the table vouches for (:class:`nrad.cells.Bands`): in sample, their rows'
         cells are kept by every cell test and each band's rows are a level the row tails read apart
         (:func:`level_shifts`); a row of a band is also read among the band's training rows
-        (:class:`BandFloor`)."""
+        (:class:`BandFloor`).  ``in_context``: the cells whose value many rows of their context
+        share, which no value-in-context test's trim leaves out (see
+        :meth:`NumericCellTests.fit`; None: ``shared``)."""
         light = in_sample and apart and not small
         trim = (lambda share: share) if in_sample else (lambda share: None)  # noqa: E731
         row, row_shift = _stratified(scores, trim(SCORE_TRIM), MAX_SHAPE, strata, bands)
@@ -165,7 +168,7 @@ class ChannelTails:
             cell_tests
             if cell_tests is not None or residuals is None or values is None or columns is None
             else NumericCellTests.fit(
-                residuals, values, columns, trim(CELL_TRIM), levels, shared, few, bands
+                residuals, values, columns, trim(CELL_TRIM), levels, shared, few, bands, in_context
             ),
             row_shift,
             density_shift,

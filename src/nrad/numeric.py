@@ -257,6 +257,32 @@ class NumericModel:
                     r[:, j] = _level_predictive(r[:, j], rows)
         return _finite(r)
 
+    def shared_in_context(self, numbers: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        """(n, p) True where a cell's value (``numbers`` as the table holds them, NaN absent) is
+        held by at least ``SHARED_MIN_ROWS`` rows of its context: of its parent level (or fallback
+        level), of the column where it has none (:func:`shared_values`).
+
+        A value is tested in its context, and what many rows of the column share may be rare
+        there: every level of a job is held by hundreds of employees, and a level of 2 beside
+        the title of a director by two; shared column-wide, those two were never left out of the
+        in-context tail that should have found them."""
+        out = shared_values(numbers)
+        for j in np.flatnonzero(self.parent >= 0):
+            parent, fallback = int(self.parent[j]), int(self.fallback[j])
+            level = codes[:, parent].astype(np.int64)
+            # Rows of the parent's "other" level are read against their fallback level: keyed apart.
+            other = level == len(self.location[j]) - 2
+            width = int(codes[:, parent].max()) + 1 if len(codes) else 1
+            back = codes[:, fallback].astype(np.int64) if fallback >= 0 else np.zeros(len(codes), np.int64)
+            key = np.where(other, width + back, level)
+            seen = np.isfinite(numbers[:, j])
+            if not seen.any():
+                continue
+            pairs = np.column_stack([key[seen], numbers[seen, j]])
+            _, inverse, counts = np.unique(pairs, axis=0, return_inverse=True, return_counts=True)
+            out[seen, j] = counts[inverse.ravel()] >= SHARED_MIN_ROWS
+        return out
+
     def context(self, j: int, codes: np.ndarray) -> tuple[int, int]:
         """(categorical feature, its code) that feature ``j`` of a row with ``codes`` is read against;
         (-1, 0) for all rows."""

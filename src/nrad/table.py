@@ -687,7 +687,7 @@ def fit_table(
     model.folds = rng.permutation(len(features)) % n_folds
     prep = Prepared(numeric.shape(enc.numeric), codes, enc.counts, enc.missing)
     distances, spread, segment, batch, own_cell_tests, two_valued = None, None, False, False, None, None
-    few_levels, bands, first, off = None, None, None, None
+    few_levels, bands, first, off, context_shared = None, None, None, None, None
     if enc.numeric.shape[1]:
         # Dequantized values (integers spread over their unit cell) train the flows; scoring
         # reads the values as they are.  Absent cells are filled with random observed values
@@ -770,7 +770,10 @@ def fit_table(
         # the table (backups to one server): those cells calibrate no tail and are not tested,
         # and its rows train the flows and the other members (their far values are the level's).
         few_levels = few_valued(enc.numeric)
-        first = NumericCellTests.fit(residuals, values, spread, CELL_TRIM, two_valued, shared, few_levels)
+        context_shared = numeric.shared_in_context(enc.numeric, enc.codes)
+        first = NumericCellTests.fit(
+            residuals, values, spread, CELL_TRIM, two_valued, shared, few_levels, in_context=context_shared
+        )
         left_out = first.left_out(residuals, values, spread)
         model.cell_segments = CellSegments.find(left_out, enc.codes)
         if model.cell_segments is not None:
@@ -809,8 +812,9 @@ def fit_table(
                 bands = model.bands.mask(in_units, kept) & (True if off is None else ~off)
             if bands is not None and own_cell_tests is not None:
                 own_cell_tests = NumericCellTests.fit(
-                    residuals, values, spread, CELL_TRIM, two_valued, shared, few_levels, bands
-                )
+                    residuals, values, spread, CELL_TRIM, two_valued, shared, few_levels, bands,
+                    context_shared,
+                )  # fmt: skip
     if detector == "fused" and enc.numeric.shape[1]:
         say(f"fitting neighbour and isolation scores ({n_folds} folds)")
         model.fusion = Fusion.fit(z, model.folds, inside, random_state)
@@ -850,6 +854,7 @@ def fit_table(
         shared=shared,
         few=few_levels,
         bands=bands,
+        in_context=context_shared,
     )
     info.update(n_train_rows=len(features), preprocess_counts={**schema.counts, **enc.counts})
     return model
