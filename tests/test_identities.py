@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import io
-import json
-import zipfile
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +10,6 @@ import pytest
 
 from nrad.explain import first_feature
 from nrad.identities import Identities
-from nrad.model_file import MANIFEST, TENSORS, ModelFileError, model_from_bytes, model_to_bytes
 from nrad.table import fit_table
 from nrad.words import short
 
@@ -297,72 +292,3 @@ def test_an_identity_through_columns_most_rows_hold_at_one_value_is_found() -> N
     values[part_timer, names.index("monthly")] = salary[part_timer] / 12  # paid a full month
     cells = ids.broken(values, codes)[0]
     assert cells[part_timer].any() and cells.any(axis=1).sum() == 1
-
-
-def test_a_cell_is_read_without_the_columns_an_identity_computes_from_it() -> None:
-    """Monthly pay is the salary over 12: given the monthly pay, a salary is exactly what it must
-    be, even where both are a director's and the level is the lowest.  Read without its identity's
-    partners, the salary is read against the level and the years, and the rows paid for another
-    level stand out; a model file keeps that reading."""
-    rng = np.random.default_rng(8)
-    n = 3000
-    level = rng.integers(1, 7, n)
-    years = rng.integers(0, 30, n)
-    salary = np.round(np.exp(10.3 + 0.22 * level + 0.01 * years + rng.normal(0, 0.08, n)))
-    df = pd.DataFrame({"level": level, "years": years, "salary": salary, "monthly": np.round(salary / 12, 2)})
-    low = np.flatnonzero(level == 1)[:4]
-    paid = np.round(np.exp(10.3 + 0.22 * 6 + 0.01 * years[low]))
-    df.loc[low, "salary"], df.loc[low, "monthly"] = paid, np.round(paid / 12, 2)
-    model = fit_table(df, random_state=0, max_epochs=5)
-    names = model.schema.numeric_names
-    salary_at, monthly_at = names.index("salary"), names.index("monthly")
-    apart = model.relations[0].apart
-    assert apart is not None and apart[salary_at, monthly_at] and apart[monthly_at, salary_at]
-    assert not apart[salary_at, names.index("level")]
-    prep = model.prepare(df)
-    residuals = model.cell_residuals(prep, model.training_folds(n))
-    assert (np.abs(residuals[low, salary_at]) > 6).all()
-    others = np.setdiff1d(np.arange(n), low)
-    assert np.abs(residuals[low, salary_at]).min() > np.abs(residuals[others, salary_at]).max()
-    scored, _ = model.score(df, fdr=0.1, in_sample=True)
-    assert scored.loc[low, "flagged"].all()
-    again = model_from_bytes(model_to_bytes(model))
-    assert np.array_equal(again.relations[0].apart, apart)
-    fresh, _ = model.score(df.loc[low], fdr=0.1)
-    pd.testing.assert_frame_equal(fresh, again.score(df.loc[low], fdr=0.1)[0])
-    # A file of version 19 reads every cell given all the others, as its tails were fitted; an
-    # apart that leaves a column out of its own reading is refused.
-    old = model_from_bytes(_rewritten(model_to_bytes(model), lambda tensors: None, 19))
-    assert all(relations.apart is None for relations in old.relations)
-    old_residuals = old.cell_residuals(old.prepare(df.loc[low]))
-    assert (
-        np.abs(old_residuals[:, salary_at])
-        < np.abs(model.cell_residuals(model.prepare(df.loc[low]))[:, salary_at])
-    ).all()
-
-    def self_apart(tensors: dict) -> np.ndarray:
-        return np.eye(len(names), dtype=np.int64)
-
-    with pytest.raises(ModelFileError, match="apart"):
-        model_from_bytes(_rewritten(model_to_bytes(model), self_apart, 20))
-
-
-def _rewritten(data: bytes, apart: Callable[[dict], np.ndarray | None], version: int) -> bytes:
-    """Model file bytes with each reading's ``apart`` replaced by ``apart(tensors)`` (None: left
-    out) and the format version set."""
-    from safetensors.numpy import load, save
-
-    with zipfile.ZipFile(io.BytesIO(data)) as zf:
-        manifest, tensors = json.loads(zf.read(MANIFEST)), load(zf.read(TENSORS))
-    for key in [k for k in tensors if k.endswith(".apart")]:
-        replaced = apart(tensors)
-        if replaced is None:
-            del tensors[key], manifest["tensors"][key]
-        else:
-            tensors[key] = replaced
-    manifest["format_version"] = version
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as zf:
-        zf.writestr(MANIFEST, json.dumps(manifest))
-        zf.writestr(TENSORS, save(tensors))
-    return out.getvalue()

@@ -627,13 +627,6 @@ def _cause_first(
     cause = row_p_values(model, prep, scores, z, folds, density)[1]
     order, gains = order.copy(), gains.copy()
     related = _related_columns(model)
-    if model.identities is not None:
-        # Columns identities tie together are related most of all: a broken identity blames the
-        # cells its row keeps no other identity of, and which of them is named is the repair's to
-        # say (an amount and its copy in euros both 40 times too large break "unit price = amount
-        # / quantity" and keep "amount = 1.09 x copy": the quantity is blamed, the amount mends it).
-        sources = np.asarray(model.schema.numeric_sources, dtype=np.int64)
-        related[np.ix_(sources, sources)] |= model.identities.partners()
     numeric = np.zeros(len(model.schema.columns), dtype=bool)
     numeric[np.asarray(model.schema.numeric_sources, dtype=np.int64)] = True
     for i in np.flatnonzero(cause >= 0):

@@ -186,59 +186,21 @@ class RobustGaussian:
         return self.distance(z) + 0.5 * (self.log_det + self.n_features * np.log(2.0 * np.pi))
 
     def cell_residuals(
-        self,
-        z: np.ndarray,
-        raw: np.ndarray,
-        bound: np.ndarray | float = PREDICTOR_CLIP,
-        apart: np.ndarray | None = None,
+        self, z: np.ndarray, raw: np.ndarray, bound: np.ndarray | float = PREDICTOR_CLIP
     ) -> np.ndarray:
         """(n, p) conditional residual of each cell given the row's other cells, in conditional sd.
 
         ``z``: complete rows (missing cells filled, e.g. by :meth:`fill`); ``raw``: the same
         cells unclipped (the value being judged); NaN where ``raw`` is NaN.  ``bound``: the
-        predictors enter clipped to it (per column, or one for all).  ``apart``: (p, p) bool,
-        ``apart[j, k]`` where cell ``j`` is read without column ``k`` (the columns an identity
-        computes it from: see :meth:`Relations.apart`); None: given all the others.
+        predictors enter clipped to it (per column, or one for all).
         """
         if self.n_features == 0:
             return np.zeros(np.shape(raw))
         clipped = np.clip(z, -bound, bound)
+        diag = np.diag(self.precision)
         own = np.where(np.isnan(raw), clipped, raw)
-        t = np.empty(clipped.shape)
-        for columns, precision in self._readings(apart):
-            # Given the rest, a column's residual is its row of the rest's precision (the inverse
-            # of their covariance) times the row, over the square root of its own entry.
-            diag = np.diag(precision)[columns]
-            t[:, columns] = (
-                rows_times(clipped - self.location, precision[:, columns])
-                + diag * (own - clipped)[:, columns]
-            ) / np.sqrt(diag)
-        return np.where(np.isnan(raw), np.nan, t)
-
-    def _readings(self, apart: np.ndarray | None) -> list[tuple[np.ndarray, np.ndarray]]:
-        """(columns, precision) pairs: the columns read alike, and the (p, p) precision of the
-        columns they are read among (0 in the rows and columns of the columns left out: the
-        precision of the others' marginal, a Schur complement)."""
-        p = self.n_features
-        if apart is None or not apart.any():
-            return [(np.arange(p), self.precision)]
-        groups: dict[bytes, list[int]] = {}
-        for j in range(p):
-            groups.setdefault(apart[j].tobytes(), []).append(j)
-        out = []
-        for key, columns in groups.items():
-            hidden = np.frombuffer(key, dtype=bool)
-            if not hidden.any():
-                out.append((np.asarray(columns), self.precision))
-                continue
-            keep = ~hidden
-            q = self.precision
-            marginal = np.zeros((p, p))
-            marginal[np.ix_(keep, keep)] = q[np.ix_(keep, keep)] - q[np.ix_(keep, hidden)] @ np.linalg.solve(
-                q[np.ix_(hidden, hidden)], q[np.ix_(hidden, keep)]
-            )
-            out.append((np.asarray(columns), marginal))
-        return out
+        t = rows_times(clipped - self.location, self.precision) + diag * (own - clipped)
+        return np.where(np.isnan(raw), np.nan, t / np.sqrt(diag))
 
     def fill(
         self,
@@ -385,10 +347,6 @@ class Relations:
     gaussians: list[RobustGaussian]
     #: Which reading of the numbers it models (one of READINGS).
     reading: str = "shaped"
-    #: (p, p) bool: ``apart[j, k]`` where column ``j``'s residual is read without column ``k``:
-    #: the columns an identity computes it from, or computes from it
-    #: (:meth:`nrad.identities.Identities.partners`).  None: given every other column.
-    apart: np.ndarray | None = None
 
     @classmethod
     def fit(
@@ -437,10 +395,8 @@ class Relations:
             if gaussian.n_features == 0:
                 return np.zeros(len(self.center), dtype=bool)
             scatter = np.linalg.inv(gaussian.precision)
-            for columns, precision in gaussian._readings(self.apart):
-                # conditional variance 1 / precision_jj against the marginal scatter_jj
-                conditional = 1.0 / np.diag(precision)[columns]
-                held[columns] &= conditional / np.diag(scatter)[columns] <= RELATION_SD**2
+            # conditional variance 1 / precision_jj against the marginal scatter_jj
+            held &= 1.0 / (np.diag(gaussian.precision) * np.diag(scatter)) <= RELATION_SD**2
         return held
 
     def standardize(self, y: np.ndarray) -> np.ndarray:
@@ -453,12 +409,10 @@ class Relations:
         sd (NaN where absent): absent cells enter at their conditional means, every predictor
         within its bound."""
         clipped = np.clip(u, -self.bound, self.bound)
-        return gaussian.cell_residuals(gaussian.fill(clipped, self.bound), u, self.bound, self.apart)
+        return gaussian.cell_residuals(gaussian.fill(clipped, self.bound), u, self.bound)
 
     def to_state(self, prefix: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         arrays = {f"{prefix}center": self.center, f"{prefix}scale": self.scale, f"{prefix}bound": self.bound}
-        if self.apart is not None:
-            arrays[f"{prefix}apart"] = self.apart.astype(np.int64)
         metas = []
         for k, gaussian in enumerate(self.gaussians):
             meta, parts = gaussian.to_state(f"{prefix}{k}.")
@@ -484,15 +438,7 @@ class Relations:
         ]
         if meta.get("reading") not in READINGS:
             raise ValueError(f"the relations' reading must be one of {', '.join(READINGS)}")
-        apart = arrays.get(f"{prefix}apart")
-        if apart is not None:
-            apart = np.asarray(apart)
-            if apart.shape != (p, p) or not np.isin(apart, (0, 1)).all() or np.diag(apart).any():
-                raise ValueError(
-                    f"the relations' apart must be a {p} x {p} matrix of 0 and 1, 0 on its diagonal"
-                )
-            apart = apart.astype(bool)
-        return cls(center, scale, bound, gaussians, str(meta["reading"]), apart)
+        return cls(center, scale, bound, gaussians, str(meta["reading"]))
 
 
 def _largest_abs(values: np.ndarray, rank: int) -> float:

@@ -345,29 +345,6 @@ class Identities:
         out[self.response[k]] = True
         return out
 
-    def partners(self) -> np.ndarray:
-        """(p, p) bool: ``out[j, k]`` where columns ``j`` and ``k`` are linked by identities (over
-        all rows or within a level), one or a chain of them, ``j != k``.
-
-        Read given the columns identities compute it from (or compute from it), a column's
-        residual is their check, which they make exactly: a level-1 employee paid a director's
-        salary, whose monthly pay was computed from it, is on the relation between salary and
-        monthly pay, and off the one between salary and level.  So through a chain: an amount
-        and its copy in euros 40 times too large, the unit price and quantity kept, give the
-        quantity that the copy over the unit price would make, 40 times its own.  A cell's
-        residual is read without its partners (:attr:`nrad.gaussian.Relations.apart`)."""
-        from scipy.sparse.csgraph import connected_components
-
-        p = len(self.step)
-        linked = np.zeros((p, p), dtype=bool)
-        for k in range(self.n_identities):
-            columns = np.flatnonzero(self.involved(k))
-            linked[np.ix_(columns, columns)] = True
-        _, component = connected_components(linked, directed=False)
-        out = (component[:, None] == component[None, :]) & linked.any(axis=1)[:, None]
-        np.fill_diagonal(out, False)
-        return out
-
     def predicted(self, k: int, values: np.ndarray) -> np.ndarray:
         """(n,) the response of identity ``k`` as its predictors give it, in the table's units (NaN
         where a cell it needs is absent or, in logs, not positive)."""

@@ -760,13 +760,6 @@ def fit_table(
                 Relations.fit(model.reading(name, read_y, codes), model.folds, inside, random_state, name)
                 for name in READINGS
             ]
-        in_units = model.raw_values(prep)
-        model.identities = Identities.fit(in_units, enc.codes, n_codes, random_state)
-        # A cell's residual is read without the columns an identity ties it to: given them, it is
-        # the identity's own check (see Identities.partners).
-        partners = model.identities.partners()
-        for relations in model.relations if partners.any() else []:
-            relations.apart = partners
         # Calibrated on the dequantized values (a count spread over its unit cell, a two-valued
         # column over the gap between its values), as the flows were trained: tied residuals
         # would make a count's next value, or the 4% of rows with two kitchens, look like a gap
@@ -808,7 +801,9 @@ def fit_table(
     scores, residuals, values = density, None, None
     if enc.numeric.shape[1]:
         residuals, values = cells
+        in_units = model.raw_values(prep)
         model.walls = Walls.fit(in_units, numeric.discrete)
+        model.identities = Identities.fit(in_units, enc.codes, n_codes, random_state)
         # A band is vouched for by the identities its rows keep: found once they are fitted.
         if first is not None:
             kept = model.identities.kept(in_units, enc.codes)
