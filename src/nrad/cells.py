@@ -186,14 +186,14 @@ class NumericCellTests:
         # wrong beside a balance only the oldest customers hold) but in a column of a few values,
         # whose rare far one the robust Gaussian, fitted on the rows most alike, cannot read.
         kept = None if shared is None or few is None else shared & few[None, :]
+        in_context = shared if in_context is None else in_context
         if bands is not None:
             # A band's rows are read among themselves (see far_bands): no test leaves their cells
             # out, in any column (the models read none of a row of 100 items, its total, its weight).
             held = np.repeat(bands.any(axis=1, keepdims=True), residuals.shape[1], axis=1)
             kept = held if kept is None else kept | held
             shared = held if shared is None else shared | held
-            in_context = None if in_context is None else in_context | held
-        in_context = shared if in_context is None else in_context
+            in_context = held if in_context is None else in_context | held
         upper, lower = _side_tails(
             residuals, _surprise, trim, CELL_MAX_SHAPE, RESIDUAL_MIN_SCALE, mean_shape=True, kept=kept
         )

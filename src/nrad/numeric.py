@@ -268,13 +268,13 @@ class NumericModel:
         in-context tail that should have found them."""
         out = shared_values(numbers)
         for j in np.flatnonzero(self.parent >= 0):
-            parent, fallback = int(self.parent[j]), int(self.fallback[j])
-            level = codes[:, parent].astype(np.int64)
-            # Rows of the parent's "other" level are read against their fallback level: keyed apart.
-            other = level == len(self.location[j]) - 2
-            width = int(codes[:, parent].max()) + 1 if len(codes) else 1
-            back = codes[:, fallback].astype(np.int64) if fallback >= 0 else np.zeros(len(codes), np.int64)
-            key = np.where(other, width + back, level)
+            # Each row's context as residuals read it (_per_row): its parent level, or its fallback
+            # level for rows of the parent's "other", numbered apart.
+            n_levels = len(self.location[j])
+            key = _per_row(
+                codes, int(self.parent[j]), np.arange(n_levels), int(self.fallback[j]),
+                n_levels + np.arange(len(self.fallback_location[j])),
+            )  # fmt: skip
             seen = np.isfinite(numbers[:, j])
             if not seen.any():
                 continue
