@@ -54,6 +54,8 @@ IDS = {
     "bookings": "booking_ref",
     "flows": "flow_id",
     "employees": "employee_id",
+    "trips": "trip_id",
+    "exams": "student_id",
 }
 #: The four kinds the issue describes: an impossible age, a 30x amount, a 40x quantity, a broken relation.
 ISSUE_KINDS = ("impossible_age", "huge_amount", "huge_quantity", "age_balance")

@@ -4,8 +4,19 @@ break them, and the same seed gives the same table."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
-from nrad.synthetic import EMPLOYEE_KINDS, FLOW_KINDS, make_employees, make_network_flows
+from nrad.synthetic import (
+    TAXI_ZONES,
+    EMPLOYEE_KINDS,
+    FLOW_KINDS,
+    GRADE_KINDS,
+    TRIP_KINDS,
+    make_employees,
+    make_exam_results,
+    make_network_flows,
+    make_taxi_trips,
+)
 
 
 def test_flows_keep_their_bounds_except_where_planted() -> None:
@@ -76,3 +87,82 @@ def test_employees_are_the_same_for_the_same_seed() -> None:
     a, b = make_employees(500, 10, random_state=3), make_employees(500, 10, random_state=3)
     assert a.frame.equals(b.frame) and a.truth.equals(b.truth)
     assert not a.frame.equals(make_employees(500, 10, random_state=4).frame)
+
+
+def test_taxi_trips_keep_their_relations_except_where_planted() -> None:
+    table = make_taxi_trips(3000, 33, random_state=5)
+    df, truth = table.frame, table.truth
+    planted = np.zeros(len(df), dtype=bool)
+    planted[truth["row"].to_numpy()] = True
+    clean = df[~planted]
+    start, end = pd.to_datetime(clean["pickup_datetime"]), pd.to_datetime(clean["dropoff_datetime"])
+    assert (end > start).all() and ((end - start).dt.total_seconds() < 4 * 3600).all()
+    parts = clean[["fare_amount", "extra", "mta_tax", "tip_amount", "tolls_amount"]].sum(axis=1) + 1.0
+    assert np.allclose(clean["total_amount"], parts, atol=0.011)
+    assert (clean.loc[clean["payment_type"] == "cash", "tip_amount"] == 0).all()
+    assert (clean.loc[clean["rate_code"] == "JFK", "fare_amount"] == 70).all()
+    assert (clean["pickup_borough"] == [TAXI_ZONES[z] for z in clean["pickup_zone"]]).all()
+    assert (clean["fare_amount"] > 0).all() and clean["tolls_amount"].isin([0.0, 6.94]).all()
+    assert set(truth["kind"]) == set(TRIP_KINDS)
+    for kind, broken in (
+        ("dropoff_before_pickup", lambda row: row["dropoff_datetime"] < row["pickup_datetime"]),
+        ("distance_extra_digits", lambda row: row["trip_distance"] > 40),
+        ("zero_distance_full_fare", lambda row: row["trip_distance"] == 0 and row["fare_amount"] > 3),
+        ("tip_on_cash", lambda row: row["payment_type"] == "cash" and row["tip_amount"] > 0),
+        ("negative_fare", lambda row: row["fare_amount"] < 0 and row["total_amount"] < 0),
+        ("pickup_year_typo", lambda row: row["pickup_datetime"].startswith("2042")),
+        ("borough_for_other_zone", lambda row: row["pickup_borough"] != TAXI_ZONES[row["pickup_zone"]]),
+        ("airport_rate_short_fare", lambda row: row["rate_code"] == "JFK" and row["fare_amount"] < 70),
+        ("tolls_without_decimal", lambda row: row["tolls_amount"] == 694),
+    ):
+        rows = truth.loc[truth["kind"] == kind, "row"]
+        assert all(broken(df.loc[r]) for r in rows), kind
+    for r in truth.loc[truth["kind"] == "total_digits_swapped", "row"]:
+        parts = df.loc[r, ["fare_amount", "extra", "mta_tax", "tip_amount", "tolls_amount"]].sum() + 1.0
+        assert abs(df.loc[r, "total_amount"] - parts) > 5
+    # the trips cancelled at the kerb are rare, not planted, and at the minimum fare with no distance
+    assert len(table.rare) and not planted[table.rare].any()
+    assert (df.loc[table.rare, "trip_distance"] == 0).all() and (df.loc[table.rare, "fare_amount"] == 3).all()
+
+
+def test_exam_results_keep_their_relations_except_where_planted() -> None:
+    table = make_exam_results(3000, 30, random_state=5)
+    df, truth = table.frame, table.truth
+    planted = np.zeros(len(df), dtype=bool)
+    planted[truth["row"].to_numpy()] = True
+    clean = df[~planted]
+    scores = clean[["math", "reading", "science"]]
+    assert scores.stack().between(0, 100).all()
+    assert (clean["total"] == scores.sum(axis=1)).all()
+    assert np.allclose(clean["average"], (clean["total"] / 3).round(1))
+    bands = np.select([clean["average"] >= t for t in (85, 70, 55, 40)], ["A", "B", "C", "D"], "F")
+    assert (clean["grade"] == bands).all() and ((clean["passed"] == "no") == (clean["grade"] == "F")).all()
+    assert ((clean["scholarship"] == "yes") == (clean["average"] >= 90)).all()
+    assert (clean["age"] - clean["class_year"]).isin([5, 6, 7]).all()
+    attendance = clean["attendance_pct"].dropna()
+    assert attendance.between(60, 100).all()
+    assert (clean.loc[attendance.index, "absences"] == ((100 - attendance) / 100 * 180).round()).all()
+    assert set(truth["kind"]) == set(GRADE_KINDS)
+    for kind, broken in (
+        ("score_over_maximum", lambda row: row["math"] > 100),
+        ("score_extra_digit", lambda row: row["science"] > 100),
+        ("total_off", lambda row: abs(row["total"] - row["math"] - row["reading"] - row["science"]) >= 10),
+        ("age_for_other_year", lambda row: row["age"] >= 24),
+        ("attendance_as_fraction", lambda row: row["attendance_pct"] < 1),
+        ("negative_absences", lambda row: row["absences"] < 0),
+        ("passed_flipped", lambda row: (row["passed"] == "no") != (row["grade"] == "F")),
+        ("scholarship_flipped", lambda row: (row["scholarship"] == "yes") != (row["average"] >= 90)),
+        ("exam_year_typo", lambda row: row["exam_date"].startswith("2014")),
+    ):
+        rows = truth.loc[truth["kind"] == kind, "row"]
+        assert all(broken(df.loc[r]) for r in rows), kind
+    # the repeaters are rare (their age the year plus 7) and not planted
+    assert len(table.rare) and not planted[table.rare].any()
+    assert (df.loc[table.rare, "age"] - df.loc[table.rare, "class_year"] == 7).all()
+
+
+def test_trips_and_exams_are_the_same_for_the_same_seed() -> None:
+    for make in (make_taxi_trips, make_exam_results):
+        a, b = make(500, 10, random_state=3), make(500, 10, random_state=3)
+        assert a.frame.equals(b.frame) and a.truth.equals(b.truth)
+        assert not a.frame.equals(make(500, 10, random_state=4).frame)
