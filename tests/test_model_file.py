@@ -47,6 +47,22 @@ def test_round_trip_gives_identical_scores(model: TableModel, saved: Path, table
     assert zipfile.ZipFile(saved).namelist() == [MANIFEST, TENSORS]
 
 
+def test_a_time_since_another_datetime_round_trips(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    start = pd.Timestamp("2024-03-01") + pd.to_timedelta(rng.integers(0, 10 * 86400, 300), "s")
+    trips = pd.DataFrame(
+        {
+            "pickup": start.strftime("%Y-%m-%d %H:%M"),
+            "dropoff": (start + pd.to_timedelta(rng.uniform(5, 50, 300), "min")).strftime("%Y-%m-%d %H:%M"),
+            "fare": rng.normal(20, 5, 300),
+        }
+    )
+    model = fit_table(trips, max_epochs=2)
+    loaded = load_model(save_model(model, tmp_path / "trips.nrad"))
+    assert loaded.schema.columns[1].after == "pickup" and loaded.schema.columns[1].after_unit == "hours"
+    pd.testing.assert_frame_equal(model.score(trips)[0], loaded.score(trips)[0])
+
+
 def _rewrite(src: Path, dst: Path, members: dict[str, bytes]) -> Path:
     with zipfile.ZipFile(dst, "w") as zf:
         for name, data in members.items():

@@ -395,3 +395,48 @@ def test_a_rare_flag_is_a_category_and_a_common_one_a_number() -> None:
     assert kinds == {"rare": "categorical", "common": "numeric", "x": "numeric"}
     note = schema.columns[schema.names.index("rare")].note
     assert note == "rare: 991 of its 1000 values are 0, the other value too rare to read as a number; read as a category"
+
+
+def test_a_datetime_after_another_is_read_as_the_time_since_it() -> None:
+    rng = np.random.default_rng(4)
+    start = pd.Timestamp("2024-03-01") + pd.to_timedelta(rng.integers(0, 30 * 86400, 500), "s")
+    minutes = rng.uniform(5, 40, 500)
+    trips = pd.DataFrame(
+        {
+            "pickup": start.strftime("%Y-%m-%d %H:%M:%S"),
+            "dropoff": (start + pd.to_timedelta(minutes, "min")).strftime("%Y-%m-%d %H:%M:%S"),
+            "fare": 3 + 0.5 * minutes,
+        }
+    )
+    schema = fit_schema(trips)
+    pickup, dropoff = schema.columns[0], schema.columns[1]
+    # The dropoff's hour is the pickup's plus the minutes between: left out; those minutes are read.
+    assert (pickup.after, pickup.has_hour) == ("", True)
+    assert (dropoff.after, dropoff.after_unit, dropoff.has_hour) == ("pickup", "hours", False)
+    assert schema.numeric_names == ["pickup.hour", "dropoff - pickup (hours)", "fare"]
+    late = trips.iloc[:3].copy()
+    late.loc[1, "dropoff"] = None
+    late.loc[2, ["pickup", "dropoff"]] = ["2024-03-09 23:50:00", "2024-03-09 23:20:00"]
+    since = encode(schema, late).numeric[:, 1]
+    assert np.isclose(since[0], minutes[0] / 60, atol=1 / 3600) and np.isnan(since[1]) and since[2] == -0.5
+    # Stays of days: read in days where a column has no hour, and each column keeps its own hour
+    # where the time between is long (a discharge at 3 a.m. is not the admission's hour plus days).
+    admitted = pd.Timestamp("2024-01-01") + pd.to_timedelta(rng.integers(0, 300 * 24, 500), "h")
+    stays = pd.DataFrame(
+        {
+            "admitted": admitted.strftime("%Y-%m-%d %H:%M"),
+            "discharged": (admitted + pd.to_timedelta(rng.integers(24, 240, 500), "h")).strftime("%Y-%m-%d %H:%M"),
+            "billed": (admitted + pd.to_timedelta(rng.integers(20, 60, 500), "D")).strftime("%Y-%m-%d"),
+        }
+    )
+    plans = fit_schema(stays).columns
+    assert [(p.after, p.after_unit, p.has_hour) for p in plans] == [
+        ("", "", True),
+        ("admitted", "hours", True),
+        ("discharged", "days", False),
+    ]
+    # One datetime column, or a second that never differs from the first by a varying time, reads no
+    # time since.
+    assert fit_schema(trips[["pickup", "fare"]]).columns[0].after == ""
+    same = trips.assign(copy=trips["pickup"])[["pickup", "copy"]]
+    assert fit_schema(same).columns[1].after == ""

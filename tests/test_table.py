@@ -404,3 +404,30 @@ def test_a_row_that_breaks_a_dependency_between_categories_is_flagged_and_named_
     assert scored.loc[row, "reason"] == (
         f"site {df.loc[row, 'site']!r} (in the training rows sensor {sensor_of_row!r} goes with {site_of_row!r})"
     )
+
+
+def test_trips_across_midnight_are_ordinary_and_a_dropoff_before_its_pickup_is_flagged() -> None:
+    rng = np.random.default_rng(8)
+    n = 1500
+    start = pd.Timestamp("2024-03-01") + pd.to_timedelta(rng.integers(0, 30 * 86400, n), "s")
+    minutes = np.exp(rng.normal(np.log(15), 0.4, n))
+    end = start + pd.to_timedelta(minutes, "min")
+    df = pd.DataFrame(
+        {
+            "trip": [f"T{i:05d}" for i in range(n)],
+            "pickup": start.strftime("%Y-%m-%d %H:%M:%S"),
+            "dropoff": end.strftime("%Y-%m-%d %H:%M:%S"),
+            "fare": np.round(3 + 0.5 * minutes + rng.normal(0, 0.5, n), 2),
+        }
+    )
+    across = np.flatnonzero(start.day != end.day)
+    assert len(across) > 10
+    swapped = [5, 400, 900]
+    df.loc[swapped, ["pickup", "dropoff"]] = df.loc[swapped, ["dropoff", "pickup"]].to_numpy()
+    model = fit_table(df, id_column="trip", random_state=0, max_epochs=5)
+    scored, _ = model.score(df, fdr=0.1, in_sample=True, explain="flagged")
+    assert scored.loc[swapped, "flagged"].all()
+    assert scored.loc[swapped, "top_features"].str.startswith("dropoff").all()
+    assert scored.loc[5, "reason"].startswith("dropoff - pickup (hours) -")
+    # Read as two hours of the day, a trip from 23:50 to 00:05 broke the relation between them.
+    assert not scored.loc[np.setdiff1d(across, swapped), "flagged"].any()

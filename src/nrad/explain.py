@@ -457,6 +457,9 @@ def _numeric_reason(model: TableModel, prep: Prepared, i: int, j: int, raw: Any,
     lo, hi, fit = _zero_below_rounding(lo, hi, fit)
     show = _clock if name.endswith(".hour") else _short
     value = _clock(_hour(raw)) if name.endswith(".hour") else _number(raw)
+    plan = schema.columns[schema.numeric_sources[j]]
+    if plan.after and name == plan.since_name:  # a time since: the cell itself is a date
+        value = _short(float(model.in_units(prep.y[i : i + 1, :])[0, j]))
     typical = show(lo) if show(lo) == show(hi) else f"{show(lo)} to {show(hi)}"
     return f"{name} {value} (typical{context}: {typical}; {show(fit)} would fit the rest of this row)"
 
@@ -559,9 +562,9 @@ def column_handling(model: TableModel, c: int) -> str:
             text += f", read given {model.schema.categorical_names[parent]}"
         return text
     if plan.kind == "datetime":
-        return (
-            "datetime: hour of day" * plan.has_hour + (" and " if plan.has_hour else "datetime: ") + "weekday"
-        )
+        parts = ["hour of day"] * plan.has_hour + ["weekday"]
+        parts += [f"{plan.after_unit} since {plan.after}"] if plan.after else []
+        return "datetime: " + (", ".join(parts[:-1]) + " and " if len(parts) > 1 else "") + parts[-1]
     f = model.schema.categorical_names.index(plan.name)
     text = f"categorical, {len(plan.levels)} levels kept"
     parent = model.categories.parent[f]

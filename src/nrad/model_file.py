@@ -41,6 +41,8 @@ from nrad.preprocess import TableSchema
 from nrad.table import MAX_CELL_FEATURES, TableModel
 
 FORMAT = "nrad-model"
+#: Version 20: a datetime column after another is read as the time since it (the schema's ``after``
+#: and ``after_unit``); a file of version 9 to 19 reads each datetime by its hour and weekday alone.
 #: Version 19: the fusion names each of its reference rows once, as (fold, row) pairs
 #: (``fusion.everyone``): new rows' neighbours are sought among them all; a file of version 9 to 18
 #: still reads, and its new rows take the mean over the folds' references (as its tails were fitted).
@@ -77,8 +79,8 @@ FORMAT = "nrad-model"
 #: each cell tested by its residual and by its value in context), lattice walls, the robust
 #: Gaussian's sparse columns (p-values of earlier versions were calibrated differently: those
 #: files must be refitted).
-FORMAT_VERSION = 19
-READS_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19)
+FORMAT_VERSION = 20
+READS_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20)
 MANIFEST, TENSORS = "manifest.json", "tensors.safetensors"
 MAX_MANIFEST_BYTES = 16 * 2**20
 MAX_TENSOR_BYTES = 2 * 2**30

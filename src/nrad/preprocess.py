@@ -22,7 +22,12 @@ Column handling (documented in docs/usage.md):
 * datetime (dtype, or text that parses as dates): hour of the day (numeric,
   with minutes) and day of the week (categorical).  Absolute time, month and
   day of month are left out on purpose: data scored later would lie outside
-  the training range and every new row would look anomalous;
+  the training range and every new row would look anomalous.  A datetime
+  column after another is also read as the time since that one (numeric, in
+  hours, or days where either has no hour: a trip's minutes, a stay's days),
+  which does not drift as time goes on; where that time is mostly under
+  ``SHORT_AFTER_HOURS`` its hour is left out, being the earlier hour plus that
+  time (read as two hours of the day it would break at midnight);
 * categorical / boolean / text: codes ``0..K-1`` for the levels seen at least
   ``MIN_LEVEL_COUNT`` times in training (their values are the only raw
   values the schema keeps), code ``K`` (*other*) for levels seen fewer times
@@ -67,6 +72,11 @@ DATE_RANGE_QUANTILES = (0.01, 0.99)
 #: 1970-01-01).  Years, not the width alone, so that a model fitted on three months scores the
 #: rows of the years that follow.
 DATE_MARGIN_YEARS = 10
+#: A datetime column read as the time since the one before it leaves out its own hour when the median
+#: of that time is under this many hours: its hour is then the earlier one's plus the time between,
+#: and the two hours of the day, read side by side, would break that relation wherever a trip or a
+#: shift crosses midnight.
+SHORT_AFTER_HOURS = 12.0
 #: The last word of a column name that says it is a key (an integer key may be shuffled).
 KEY_WORDS = frozenset({"id", "key", "no", "nr", "num", "number", "pid", "uuid", "guid", "ref", "code"})
 #: All-distinct integers are a key when a measurement spread as widely would share this many values.
@@ -147,6 +157,11 @@ class ColumnPlan:
     format: str = ""
     #: datetime: the range of its training dates (ISO, see ``DATE_RANGE_QUANTILES``); [] for none.
     date_range: list[str] = field(default_factory=list)
+    #: datetime: the datetime column before it in the table, that this one is read against (its time
+    #: since that one: see :func:`_read_after`); "" for none.
+    after: str = ""
+    #: datetime with ``after``: the unit of the time since, "hours" or "days".
+    after_unit: str = ""
     #: numeric: the value of its spike (see :func:`spike_value`), None without one.
     spike: float | None = None
     #: numeric text: its decimal mark (see :func:`number_format_of`).
@@ -157,9 +172,15 @@ class ColumnPlan:
     def numeric_features(self) -> list[str]:
         if self.kind == "numeric":
             return [self.name]
-        if self.kind == "datetime" and self.has_hour:
-            return [f"{self.name}.hour"]
+        if self.kind == "datetime":
+            return [f"{self.name}.hour"] * self.has_hour + ([self.since_name] if self.after else [])
         return []
+
+    @property
+    def since_name(self) -> str:
+        """The feature of a datetime column's time since the column before it: ``"dropoff - pickup
+        (hours)"``."""
+        return f"{self.name} - {self.after} ({self.after_unit})"
 
     def categorical_features(self) -> list[tuple[str, list[str]]]:
         """(feature name, labels of its codes) for each categorical feature of the column."""
@@ -270,8 +291,35 @@ def fit_schema(
             "no usable column left: every column is constant, empty or an identifier "
             f"({', '.join(f'{k}: {v}' for k, v in reasons.items())})"
         )
+    _read_after(plans, df)
     kept = [str(c) for c in df.columns if str(c) not in identifiers]
     return TableSchema(plans, dropped, kept, identifiers, counts=counts)
+
+
+def _read_after(plans: list[ColumnPlan], df: pd.DataFrame) -> None:
+    """Read each datetime column after the first as the time since the datetime column before it
+    (in place).  A pickup and a dropoff, an admission and a discharge: what ties them is the time
+    between, which two hours of the day and two weekdays state only up to midnight, and which an
+    absolute time would not give a new row of next year."""
+    earlier = None
+    for plan in plans:
+        if plan.kind != "datetime":
+            continue
+        if earlier is not None:
+            unit = "hours" if plan.has_hour and earlier.has_hour else "days"
+            since = time_since(_parse_datetime(df[earlier.name], earlier.format),
+                               _parse_datetime(df[plan.name], plan.format), unit)  # fmt: skip
+            if np.isfinite(since).sum() >= 2 and np.nanstd(since) > 0:
+                plan.after, plan.after_unit = earlier.name, unit
+                if unit == "hours" and np.nanmedian(np.abs(since)) < SHORT_AFTER_HOURS:
+                    plan.has_hour = False
+        earlier = plan
+
+
+def time_since(earlier: pd.Series, later: pd.Series, unit: str) -> np.ndarray:
+    """``later - earlier`` in hours or days (NaN where either is missing)."""
+    seconds = (later - earlier).dt.total_seconds().to_numpy(dtype=float, na_value=np.nan)
+    return seconds / (3600.0 if unit == "hours" else 86400.0)
 
 
 def is_identifier(col: pd.Series) -> bool:
@@ -348,8 +396,10 @@ def encode(schema: TableSchema, df: pd.DataFrame, what: str = "data") -> Encoded
     n = len(df)
     numeric, codes, flags, spikes = [], [], [], []
     counts = {"missing_cells": 0, "unseen_levels": 0, "parse_failures": 0}
+    # Parsed once: a datetime column read after another reads that one's dates too.
+    dates = {p.name: _parse_datetime(df[p.name], p.format) for p in schema.columns if p.kind == "datetime"}
     for plan in schema.columns:
-        nums, cats, missing, unseen, failures = _apply(plan, df[plan.name])
+        nums, cats, missing, unseen, failures = _apply(plan, df[plan.name], dates)
         if plan.spike is not None:
             nums = [v.copy() for v in nums]
         for values in nums:
@@ -717,9 +767,10 @@ def dates_outside(plan: ColumnPlan, parsed: pd.Series) -> np.ndarray:
 
 
 def _apply(
-    plan: ColumnPlan, col: pd.Series
+    plan: ColumnPlan, col: pd.Series, dates: dict[str, pd.Series]
 ) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray, int, int]:
-    """One column -> (numeric features, code features, missing flags, unseen levels, parse failures)."""
+    """One column -> (numeric features, code features, missing flags, unseen levels, parse failures);
+    ``dates``: the table's datetime columns, parsed."""
     if plan.kind == "numeric":
         if pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
             values, failures = col.astype(float), 0
@@ -730,14 +781,15 @@ def _apply(
         values[missing] = np.nan
         return [values], [], missing, 0, failures
     if plan.kind == "datetime":
-        parsed = _parse_datetime(col, plan.format)
+        parsed = dates[plan.name]
         hour, weekday = _datetime_parts(parsed)
         missing = np.isnan(weekday)
         codes = np.where(missing, len(WEEKDAYS) + 1, np.nan_to_num(weekday)).astype(np.int64)
         # A date outside the column's support has no weekday to be read by: its code is "other",
         # which the row's p-value reads as a wall (nrad.evidence).
         codes[dates_outside(plan, parsed)] = len(WEEKDAYS)
-        return ([hour] if plan.has_hour else []), [codes], missing, 0, 0
+        since = [time_since(dates[plan.after], parsed, plan.after_unit)] if plan.after else []
+        return ([hour] if plan.has_hour else []) + since, [codes], missing, 0, 0
     text = _as_text(_na_tokens_to_missing(col))
     missing = text.isna().to_numpy()
     index = {level: i for i, level in enumerate(plan.levels)}
