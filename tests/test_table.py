@@ -431,3 +431,18 @@ def test_trips_across_midnight_are_ordinary_and_a_dropoff_before_its_pickup_is_f
     assert scored.loc[5, "reason"].startswith("dropoff - pickup (hours) -")
     # Read as two hours of the day, a trip from 23:50 to 00:05 broke the relation between them.
     assert not scored.loc[np.setdiff1d(across, swapped), "flagged"].any()
+
+
+def test_a_date_a_decade_off_is_flagged_in_the_table_it_is_in_but_not_in_new_rows() -> None:
+    df = frame(600, 3)
+    df["when"] = (pd.Timestamp("2024-03-01") + pd.to_timedelta(np.arange(600) % 60, "D")).strftime("%Y-%m-%d")
+    df.loc[17, "when"] = "2014-03-20"  # 2014 typed for 2024
+    model = fit_table(df, id_column="id", random_state=0, max_epochs=5)
+    scored, _ = model.score(df, fdr=0.1, in_sample=True, explain="flagged")
+    assert scored.loc[17, "p_value"] == 0.0 and scored.loc[17, "flagged"]
+    assert scored.loc[17, "reason"].startswith("when 2014-03-20 (outside the dates this column holds: 2024-03-0")
+    assert "none before 2023-03-0" in scored.loc[17, "reason"]
+    assert (scored.drop(index=17)["p_value"] > 0).all()
+    # New rows may come from other years: a model fitted on these months reads 2014 and 2026 by weekday.
+    later = df.iloc[:20].assign(when=["2014-03-20", "2026-07-15"] * 10)
+    assert not model.score(later, fdr=0.1)[0]["p_value"].eq(0.0).any()

@@ -42,6 +42,9 @@ class Prepared:
     #: table scored against itself reads some of its rows' scores by their position
     #: (nrad.evidence.level_shifts), and an explanation reads a few of its rows.
     positions: np.ndarray | None = None
+    #: (n, q) True where a datetime's date lies outside the support a table fitted on itself reads
+    #: its own rows against (:func:`nrad.preprocess.dates_outside`); None: none.
+    far_dates: np.ndarray | None = None
 
     @property
     def own_codes(self) -> np.ndarray:
@@ -50,7 +53,10 @@ class Prepared:
     def take(self, rows: np.ndarray) -> Prepared:
         trained = None if self.trained_codes is None else self.trained_codes[rows]
         positions = np.arange(len(self.y))[rows] if self.positions is None else self.positions[rows]
-        return Prepared(self.y[rows], self.codes[rows], self.counts, self.missing[rows], trained, positions)
+        far = None if self.far_dates is None else self.far_dates[rows]
+        return Prepared(
+            self.y[rows], self.codes[rows], self.counts, self.missing[rows], trained, positions, far
+        )
 
 
 def indicator_features(schema: TableSchema) -> list[int]:
@@ -79,6 +85,14 @@ def indicator_codes(schema: TableSchema, enc: Any) -> np.ndarray:
         absent = len(labels[k]) - 1
         out[:, k] = np.where(spike[:, j], SPIKE, np.where(np.isnan(enc.numeric[:, j]), absent, PRESENT))
     return out
+
+
+def far_dates(enc: Any, width: int) -> np.ndarray | None:
+    """(n, width) the encoded rows' ``far_dates`` beside their codes and indicators (None: none)."""
+    far = getattr(enc, "far_dates", None)
+    if far is None or not far.any():
+        return None
+    return np.hstack([far, np.zeros((len(far), width - far.shape[1]), dtype=bool)])
 
 
 def as_pandas(df: Any) -> pd.DataFrame:

@@ -526,7 +526,7 @@ def row_p_values(
             categories[:, : level_broken.shape[1]][level_broken] = -np.inf
         # A date outside its column's support (a year typed a century off, a system's zero date)
         # stands beyond a wall, as a number beyond its column's does (nrad.preprocess.date_bounds).
-        categories[outside_dates(model, prep.codes)] = -np.inf
+        categories[outside_dates(model, prep.codes, prep.far_dates if folds is not None else None)] = -np.inf
         # A value that its key's level does not give (a sensor at another site) breaks a dependency
         # the table is built on, as a row breaks an identity (nrad.categories.Dependency).
         for dependency, broken in dependency_breaks(model.dependencies(), prep.codes):
@@ -544,14 +544,15 @@ def row_p_values(
     return combined, cause
 
 
-def outside_dates(model: TableModel, codes: np.ndarray) -> np.ndarray:
+def outside_dates(model: TableModel, codes: np.ndarray, far: np.ndarray | None = None) -> np.ndarray:
     """(n, code features) True where a datetime column's date lies outside its support: its weekday
-    feature then holds the code "other" (:func:`nrad.preprocess.dates_outside`)."""
-    out = np.zeros(codes.shape, dtype=bool)
+    feature then holds the code "other" (:func:`nrad.preprocess.dates_outside`); ``far``: the
+    rows' :attr:`nrad.encoding.Prepared.far_dates`, for a table read against itself."""
+    out = np.zeros(codes.shape, dtype=bool) if far is None else far.copy()
     schema = model.schema
     for f, c in enumerate(schema.categorical_sources):
         if schema.columns[c].kind == "datetime":
-            out[:, f] = codes[:, f] == len(WEEKDAYS)
+            out[:, f] |= codes[:, f] == len(WEEKDAYS)
     return out
 
 

@@ -179,7 +179,7 @@ def repaired(model: TableModel, prep: Prepared, result: Repair, columns: np.ndar
             y[i, f] = model.numeric.to_shaped(f, np.array([value]), prep.codes[i])[0]
         elif result.kind[i, column] == CATEGORICAL:
             codes[i, f] = int(value)
-    return Prepared(y, codes, prep.counts, prep.missing, prep.own_codes, prep.positions)
+    return Prepared(y, codes, prep.counts, prep.missing, prep.own_codes, prep.positions, prep.far_dates)
 
 
 def _related_columns(model: TableModel) -> np.ndarray:
@@ -384,21 +384,23 @@ def reasons(
     result: Repair,
     columns: np.ndarray,
     rules: tuple[list[str | None], list[str | None]],
+    in_sample: bool = False,
 ) -> list[str]:
     """One sentence per row about its first-named column: its value, and what is typical.
 
     ``rules``: :func:`nrad.rules.rule_reasons` of the rows and columns.  A cell flagged for a rule
     the density does not know (a wall, an identity, a dependency) is explained by the rule: its
-    repair gives back little or nothing."""
+    repair gives back little or nothing.  ``in_sample``: the rows are the table the model was
+    fitted on (its dates read against their own support: ``far_dates``)."""
     out = []
-    outside = outside_dates(model, prep.codes)
+    outside = outside_dates(model, prep.codes, prep.far_dates if in_sample else None)
     broken, elsewhere = rules
     for i, col in enumerate(columns):
         plan = model.schema.columns[col]
         name = plan.name
         raw = df[name].iloc[i]
         if plan.kind == "datetime" and outside[i, model.schema.categorical_sources.index(col)]:
-            out.append(_date_reason(plan, raw))
+            out.append(_date_reason(plan, raw, in_sample))
             continue
         rule = broken[i]
         if rule is not None:
@@ -417,11 +419,11 @@ def reasons(
     return out
 
 
-def _date_reason(plan: Any, raw: Any) -> str:
+def _date_reason(plan: Any, raw: Any, in_sample: bool = False) -> str:
     """``"arrival 2204-05-07 (outside the dates this column holds: 2024-01-03 to 2024-12-28; none
     before 2014-01-03 or after 2034-12-28)"``."""
     lo, hi = (str(pd.Timestamp(v).date()) for v in plan.date_range)
-    low, high = date_bounds(plan)
+    low, high = date_bounds(plan, in_sample)
     return (f"{plan.name} {raw} (outside the dates this column holds: {lo} to {hi}; none before "
             f"{low.date()} or after {high.date()})")  # fmt: skip
 
@@ -607,7 +609,7 @@ def describe(
         feature_shares(names[row], row_gains, ruled=rule is not None)
         for row, row_gains, rule in zip(order, gains, rules[0], strict=True)
     ]
-    return top, reasons(model, df, prep, result, order[:, 0], rules)
+    return top, reasons(model, df, prep, result, order[:, 0], rules, in_sample=folds is not None)
 
 
 def _cause_first(

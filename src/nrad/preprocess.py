@@ -72,6 +72,10 @@ DATE_RANGE_QUANTILES = (0.01, 0.99)
 #: 1970-01-01).  Years, not the width alone, so that a model fitted on three months scores the
 #: rows of the years that follow.
 DATE_MARGIN_YEARS = 10
+#: The table a model was fitted on is read with a margin of this many years instead (or the range's
+#: width, if more): no row of it comes from the years after training, and a year typed a decade
+#: off (2014 among the exams of May 2024) lies apart from every other date it holds.
+IN_SAMPLE_DATE_MARGIN_YEARS = 1
 #: A datetime column read as the time since the one before it leaves out its own hour when the median
 #: of that time is under this many hours: its hour is then the earlier one's plus the time between,
 #: and the two hours of the day, read side by side, would break that relation wherever a trip or a
@@ -205,6 +209,9 @@ class Encoded:
     missing: np.ndarray
     #: (n, p) True where a numeric feature is at its column's spike (its number then NaN in ``numeric``).
     at_spike: np.ndarray | None = None
+    #: (n, q) True where a datetime column's date lies outside the support the training rows
+    #: themselves are read against (``dates_outside(..., in_sample=True)``; False elsewhere).
+    far_dates: np.ndarray | None = None
 
 
 @dataclass
@@ -394,7 +401,7 @@ def encode(schema: TableSchema, df: pd.DataFrame, what: str = "data") -> Encoded
     _check_table(df, what)
     _check_columns(schema, df, what)
     n = len(df)
-    numeric, codes, flags, spikes = [], [], [], []
+    numeric, codes, flags, spikes, far = [], [], [], [], []
     counts = {"missing_cells": 0, "unseen_levels": 0, "parse_failures": 0}
     # Parsed once: a datetime column read after another reads that one's dates too.
     dates = {p.name: _parse_datetime(df[p.name], p.format) for p in schema.columns if p.kind == "datetime"}
@@ -409,6 +416,10 @@ def encode(schema: TableSchema, df: pd.DataFrame, what: str = "data") -> Encoded
             spikes.append(at)
         numeric += nums
         codes += cats
+        if plan.kind == "datetime":
+            far.append(dates_outside(plan, dates[plan.name], in_sample=True))
+        else:
+            far += [None] * len(cats)
         flags.append(missing)
         counts["unseen_levels"] += unseen
         counts["parse_failures"] += failures
@@ -420,6 +431,9 @@ def encode(schema: TableSchema, df: pd.DataFrame, what: str = "data") -> Encoded
         counts=counts,
         missing=missing,
         at_spike=np.column_stack(spikes) if spikes else np.zeros((n, 0), dtype=bool),
+        far_dates=np.column_stack([np.zeros(n, dtype=bool) if f is None else f for f in far])
+        if far
+        else np.zeros((n, 0), dtype=bool),
     )
 
 
@@ -747,19 +761,21 @@ def _date_range(parsed: pd.Series) -> list[str]:
     return [pd.Timestamp(lo).isoformat(), pd.Timestamp(hi).isoformat()]
 
 
-def date_bounds(plan: ColumnPlan) -> tuple[pd.Timestamp, pd.Timestamp] | None:
+def date_bounds(plan: ColumnPlan, in_sample: bool = False) -> tuple[pd.Timestamp, pd.Timestamp] | None:
     """The dates beyond which a value of a datetime column is outside its support (None: no bounds,
-    a model file written before they were kept)."""
+    a model file written before they were kept); ``in_sample``: for the rows the model was fitted
+    on (``IN_SAMPLE_DATE_MARGIN_YEARS``)."""
     if plan.kind != "datetime" or len(plan.date_range) != 2:
         return None
     lo, hi = (pd.Timestamp(v) for v in plan.date_range)
-    margin = max(hi - lo, pd.Timedelta(days=365.25 * DATE_MARGIN_YEARS))
+    years = IN_SAMPLE_DATE_MARGIN_YEARS if in_sample else DATE_MARGIN_YEARS
+    margin = max(hi - lo, pd.Timedelta(days=365.25 * years))
     return lo - margin, hi + margin
 
 
-def dates_outside(plan: ColumnPlan, parsed: pd.Series) -> np.ndarray:
+def dates_outside(plan: ColumnPlan, parsed: pd.Series, in_sample: bool = False) -> np.ndarray:
     """True where a parsed date lies outside its column's support (:func:`date_bounds`)."""
-    bounds = date_bounds(plan)
+    bounds = date_bounds(plan, in_sample)
     if bounds is None:
         return np.zeros(len(parsed), dtype=bool)
     low, high = bounds
