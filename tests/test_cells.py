@@ -134,6 +134,28 @@ def test_a_count_thinning_out_to_its_largest_value_is_no_wall_there() -> None:
     assert walls.high[0] == 6.0
 
 
+def test_a_cap_that_few_rows_reach_is_a_wall_and_a_thin_top_is_not() -> None:
+    """Scores of 0 to 100 where about 0.5% of 3,000 reach 100: fewer than the 1% a wall's share
+    asks, but many more than hold 99, by more than chance: the values beyond 100 were put at it."""
+    from nrad.cells import Walls
+
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        raw = np.round(rng.normal(66, 13, 3000))
+        capped = np.clip(raw, 0, 100)
+        assert 10 <= (capped == 100).sum() < 30
+        walls = Walls.fit(np.column_stack([capped, raw]), np.array([1.0, 1.0]))
+        assert np.isnan(walls.high[1])
+        if seed == 0:  # 10 at 100 against 4.3 on the three values below: a chance of 1%, no cap
+            assert np.isnan(walls.high[0])
+            continue
+        assert walls.high[0] == 100.0
+        assert walls.beyond(np.array([[106.0, raw.max() + 1]])).tolist() == [[True, False]]
+    # A pile of a few rows is no cap: 6 at the top against 2 below it.
+    top = np.r_[np.round(np.random.default_rng(9).normal(50, 10, 2992)).clip(0, 79), [80.0] * 6, [79.0] * 2]
+    assert np.isnan(Walls.fit(top[:, None], np.array([1.0])).high[0])
+
+
 def test_new_rows_are_read_against_the_farthest_values_the_training_rows_held() -> None:
     """A count whose lower tail thins out fast (2 of 3,000 rows at 0, 44 at 1, 85 at 2) passes
     for a wall at 1, and in sample its two 0s stand beyond it; a model fitted on those rows, read
