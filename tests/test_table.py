@@ -406,6 +406,28 @@ def test_a_row_that_breaks_a_dependency_between_categories_is_flagged_and_named_
     )
 
 
+def test_a_category_that_gives_a_number_its_spike_is_a_dependency_and_a_row_that_breaks_it_is_named() -> None:
+    """A cash payment carries no tip: the tip's indicator (0, or not) depends on the payment as one
+    category does on another.  A cash row with a tip of ordinary size was read as one more tip."""
+    rng = np.random.default_rng(3)
+    n = 2000
+    payment = rng.choice(["card", "cash"], size=n, p=[0.7, 0.3])
+    fare = np.round(np.exp(rng.normal(2.7, 0.5, n)), 1)
+    tip = np.where((payment == "card") & (rng.random(n) < 0.9), np.round(fare * rng.uniform(0.1, 0.25, n), 2), 0.0)
+    df = pd.DataFrame({"payment": payment, "fare": fare, "tip": tip})
+    row = int(np.flatnonzero(payment == "cash")[4])
+    df.loc[row, "tip"] = round(float(fare[row]) * 0.2, 2)
+    model = fit_table(df, random_state=0, max_epochs=5)
+    scored, _ = model.score(df, fdr=0.1, in_sample=True)
+    assert scored.loc[row, "p_value"] == 0.0 and scored.loc[row, "flagged"]
+    # Either cell may be the wrong one; the dependency broken is stated either way.
+    assert scored.loc[row, "reason"] in (
+        f"tip {df.loc[row, 'tip']:g} (in the training rows payment 'cash' goes with tip 0)",
+        "payment 'cash' (in the training rows tip not 0 goes with 'card')",
+    )
+    assert scored["flagged"].sum() == 1
+
+
 def test_trips_across_midnight_are_ordinary_and_a_dropoff_before_its_pickup_is_flagged() -> None:
     rng = np.random.default_rng(8)
     n = 1500

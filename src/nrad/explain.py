@@ -44,6 +44,7 @@ from nrad.encoding import PRESENT, SPIKE, Prepared, as_pandas
 from nrad.evidence import outside_dates, row_p_values
 from nrad.preprocess import date_bounds
 from nrad.rules import rule_reasons
+from nrad.words import feature_level
 from nrad.words import label as _label
 from nrad.words import number as _number
 from nrad.words import short as _short
@@ -496,28 +497,11 @@ def _categorical_reason(model: TableModel, prep: Prepared, i: int, f: int, best:
         a = int(prep.codes[i, parent])
         table = cats.joint[f]
         together, with_parent = int(table[a, code]), int(table[a].sum())
-        given = _given(model, parent, a)
+        given = feature_level(model, parent, a)
         phrase += f"; {together} of {with_parent} with {given}"
     if best != code:
         phrase += f"; fits best: {_label(model, f, best)}"
     return f"{name} {label} ({phrase})"
-
-
-def _given(model: TableModel, f: int, code: int) -> str:
-    """A parent level in words: ``"MS.Zoning 'RL'"``, or a number's indicator (``"Pool.Area 0"``,
-    ``"Lot.Frontage missing"``): the Chow-Liu forest links categories and indicators alike."""
-    schema = model.schema
-    n_cat = len(schema.categorical_names)
-    if f < n_cat:
-        return f"{schema.categorical_names[f]} {_label(model, f, code)}"
-    k = f - n_cat
-    name = schema.numeric_names[model.indicator_features[k]]
-    if code == model.categories.n_codes[f] - 1:
-        return f"{name} missing"
-    spike = schema.columns[schema.numeric_sources[model.indicator_features[k]]].spike
-    if spike is None:
-        return f"{name} present"
-    return f"{name} {spike:g}" if code == 1 else f"{name} not {spike:g}"
 
 
 def _hour(raw: Any) -> float:

@@ -22,7 +22,7 @@ import pandas as pd
 from nrad.encoding import Prepared
 from nrad.evidence import dependency_breaks
 from nrad.numeric import off_lattice
-from nrad.words import label, number, short
+from nrad.words import feature_level, label, number, short
 
 if TYPE_CHECKING:
     from nrad.categories import Dependency
@@ -63,6 +63,10 @@ class _Rules:
         self.categorical_of: dict[int, list[int]] = {}
         for f, c in enumerate(schema.categorical_sources):
             self.categorical_of.setdefault(c, []).append(f)
+        # A number's indicator (at its spike, or not) is a code feature a dependency may bind.
+        self.indicator_of = {
+            schema.numeric_sources[j]: (self.n_cat + k, j) for k, j in enumerate(model.indicator_features)
+        }
         # Each rule's breaks for all rows at once, as the p-values read them; rows are put in
         # words one by one from these.
         walls = self.walls = model.walls_for(new_rows)
@@ -77,7 +81,7 @@ class _Rules:
             self.blamed, self.level_blamed = self.identities.broken(self.values, codes, self.distance)
             self.involved = np.array([self.identities.involved(k) for k in range(ident.n_identities)])
         self.breaks: list[tuple[Dependency, np.ndarray]] = (
-            dependency_breaks(model.dependencies(), self.codes) if self.n_cat else []
+            dependency_breaks(model.dependencies(), self.codes) if self.codes.shape[1] else []
         )
 
     def numeric(self, i: int, c: int) -> str | None:
@@ -88,6 +92,9 @@ class _Rules:
             )
             if text:
                 return text
+        if c in self.indicator_of:
+            f, j = self.indicator_of[c]
+            return self._dependency(i, f, value=self.values[i, j])
         return None
 
     def categorical(self, i: int, c: int, raw: Any) -> str | None:
@@ -207,18 +214,26 @@ class _Rules:
                     f"keep {ident.formula(int(k), names, short)})")  # fmt: skip
         return None
 
-    def _dependency(self, i: int, f: int, raw: Any) -> str | None:
+    def _dependency(self, i: int, f: int, raw: Any = None, value: float | None = None) -> str | None:
+        """The dependency code feature ``f`` of row ``i`` breaks, in words (``value``: the number of
+        an indicator feature's cell)."""
         for dependency, broken in self.breaks:
             if dependency.value != f or not broken[i]:
                 continue
             key = int(self.codes[i, dependency.key])
-            allowed = [label(self.model, f, int(v)) for v in dependency.allowed[key].indices]
+            indicator = f >= self.n_cat
+            level = feature_level if indicator else label  # "tip_amount 0"; a category's "'cash'"
+            allowed = [level(self.model, f, int(v)) for v in dependency.allowed[key].indices]
             listed = allowed[:LISTED_LEVELS]
             if len(allowed) > LISTED_LEVELS:
                 listed.append(f"{len(allowed) - LISTED_LEVELS} others")
             goes_with = listed[0] if len(listed) == 1 else f"{', '.join(listed[:-1])} or {listed[-1]}"
             names = self.model.schema.categorical_names
-            return (f"{names[f]} {label(self.model, f, int(self.codes[i, f]), raw)} (in the training rows "
-                    f"{names[dependency.key]} {label(self.model, dependency.key, key)} goes with "
-                    f"{goes_with})")  # fmt: skip
+            if indicator:
+                j = self.model.indicator_features[f - self.n_cat]
+                cell = f"{self.model.schema.numeric_names[j]} {number(value)}"
+            else:
+                cell = f"{names[f]} {label(self.model, f, int(self.codes[i, f]), raw)}"
+            given = feature_level(self.model, dependency.key, key)
+            return f"{cell} (in the training rows {given} goes with {goes_with})"
         return None

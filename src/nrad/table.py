@@ -378,10 +378,12 @@ class TableModel:
         return np.column_stack([self.numeric.unshape(j, y[:, j]) for j in range(y.shape[1])]).reshape(y.shape)
 
     def dependencies(self) -> list[Dependency]:
-        """The functional dependencies between the table's categorical columns (a sensor gives its
-        site: :class:`nrad.categories.Dependency`), from the category model's counts."""
+        """The functional dependencies between the table's categorical columns and its numbers'
+        indicators (a sensor gives its site, a cash payment a tip of 0:
+        :class:`nrad.categories.Dependency`), from the category model's counts; a datetime's weekday
+        takes no part."""
         schema = self.schema
-        columns = np.zeros(self.categories.n_features, dtype=bool)
+        columns = np.ones(self.categories.n_features, dtype=bool)
         for f, c in enumerate(schema.categorical_sources):
             columns[f] = schema.columns[c].kind == "categorical"
         return self.categories.dependencies(columns)

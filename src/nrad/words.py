@@ -44,3 +44,20 @@ def number(value: Any) -> str:
     if not np.isfinite(v):
         return str(v)
     return f"{v:.4g}" if abs(v) < 1e6 else f"{v:.3g}"
+
+
+def feature_level(model: TableModel, f: int, code: int) -> str:
+    """A code feature's level in words: ``"MS.Zoning 'RL'"``, or a number's indicator (``"Pool.Area
+    0"``, ``"Lot.Frontage missing"``): the Chow-Liu forest links categories and indicators alike."""
+    schema = model.schema
+    n_cat = len(schema.categorical_names)
+    if f < n_cat:
+        return f"{schema.categorical_names[f]} {label(model, f, code)}"
+    k = f - n_cat
+    name = schema.numeric_names[model.indicator_features[k]]
+    if code == model.categories.n_codes[f] - 1:
+        return f"{name} missing"
+    spike = schema.columns[schema.numeric_sources[model.indicator_features[k]]].spike
+    if spike is None:
+        return f"{name} present"
+    return f"{name} {spike:g}" if code == 1 else f"{name} not {spike:g}"
