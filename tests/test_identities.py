@@ -292,3 +292,31 @@ def test_an_identity_through_columns_most_rows_hold_at_one_value_is_found() -> N
     values[part_timer, names.index("monthly")] = salary[part_timer] / 12  # paid a full month
     cells = ids.broken(values, codes)[0]
     assert cells[part_timer].any() and cells.any(axis=1).sum() == 1
+
+
+def test_an_identity_through_columns_that_are_0_in_most_rows_is_found() -> None:
+    """Tolls are 0 in 94% of the trips and a tip in a third: their median is 0, and a term of that
+    typical size was called negligible, the identity refitted without it, and "total = fare +
+    extra + tip + tolls + 1.50" not kept.  A total whose digits were swapped breaks it."""
+    rng = np.random.default_rng(6)
+    n = 2000
+    fare = np.round(3 + 2.5 * np.exp(rng.normal(0.6, 0.7, n)), 1)
+    extra = rng.choice([0.0, 0.5, 1.0], n, p=[0.5, 0.2, 0.3])
+    tip = np.where(rng.random(n) < 0.6, np.round(fare * rng.uniform(0.1, 0.25, n), 2), 0.0)
+    tolls = np.where(rng.random(n) < 0.06, 6.94, 0.0)
+    df = pd.DataFrame(
+        {
+            "fare": fare,
+            "extra": extra,
+            "tip": tip,
+            "tolls": tolls,
+            "total": np.round(fare + extra + tip + tolls + 1.5, 2),
+        }
+    )
+    ids, values, codes, names = _fit(df)
+    kept = {frozenset(names[j] for j in np.flatnonzero(ids.involved(k))) for k in range(ids.n_identities)}
+    assert frozenset(names) in kept
+    row = int(np.flatnonzero(tolls > 0)[0])
+    values[row, names.index("tolls")] = 0.0  # the tolls lost, the total kept
+    cells = ids.broken(values, codes)[0]
+    assert cells[row].any() and cells.any(axis=1).sum() == 1

@@ -476,11 +476,16 @@ def _logs(values: np.ndarray) -> np.ndarray:
 
 
 def _typical(values: np.ndarray) -> np.ndarray:
-    """(p,) each column's median absolute value (1 for a column without values)."""
+    """(p,) each column's median absolute value where it is not 0 (1 for a column without such).
+
+    Where it is not 0: a column that is 0 in most rows (tolls, a second floor's area) is a term
+    of its identity wherever it is not, and its median of 0 called its term negligible, so that
+    "total = fare + extra + tip + tolls + 1.50" was refitted without the tolls and not kept."""
     out = np.ones(values.shape[1])
     for j in range(values.shape[1]):
-        x = values[:, j][np.isfinite(values[:, j])]
-        out[j] = float(np.median(np.abs(x))) if len(x) else 1.0
+        x = np.abs(values[:, j][np.isfinite(values[:, j])])
+        x = x[x > 0]
+        out[j] = float(np.median(x)) if len(x) else 1.0
     return out
 
 
