@@ -143,6 +143,29 @@ def test_a_dependency_kept_in_all_but_one_percent_of_the_rows_is_stated_and_its_
     assert not model.dependencies(np.array([True, False, True]))
 
 
+def test_a_level_whose_rows_often_hold_another_value_gives_none_and_new_rows_may_hold_any_pair_seen() -> None:
+    """Associates are never paid a bonus, seniors and above always, analysts in 3% of their rows:
+    28 analysts with a bonus are a minority of their level, not its errors, and the analysts give
+    nothing while the other levels keep theirs.  New rows are read against the training rows as
+    normal: a pair two of them held breaks nothing there."""
+    rng = np.random.default_rng(5)
+    n = 3000
+    level = rng.choice(4, n, p=[0.15, 0.3, 0.3, 0.25])  # associate, analyst, senior, lead
+    bonus = np.where(level >= 2, 0, 1)  # code 0: a bonus; code 1: at its spike, 0
+    analysts = np.flatnonzero(level == 1)
+    bonus[analysts[:28]] = 0
+    bonus[np.flatnonzero(level == 3)[:2]] = 1  # two leads without a bonus
+    codes = np.column_stack([level, bonus])
+    model = CategoryModel.fit(codes, [6, 4])
+    deps = {(d.key, d.value): d for d in model.dependencies(np.ones(2, dtype=bool))}
+    dependency = deps[(0, 1)]
+    assert dependency.binding[:4].tolist() == [True, False, True, True]
+    rows = np.array([[0, 0], [1, 0], [1, 1], [2, 1], [3, 1]])  # a bonus for an associate, ...
+    assert dependency.broken(rows).tolist() == [True, False, False, True, True]
+    seen = {(d.key, d.value): d for d in model.dependencies(np.ones(2, dtype=bool), seen=True)}[(0, 1)]
+    assert seen.broken(rows).tolist() == [True, False, False, True, False]
+
+
 def test_a_relation_with_exceptions_or_one_common_value_is_no_dependency() -> None:
     """3% of the rows at another category than their merchant's: a loose relation, no dependency.
     Nor is a status that is one value in 99.8% of the rows a dependency of every column."""

@@ -529,7 +529,7 @@ def row_p_values(
         categories[outside_dates(model, prep.codes, prep.far_dates if folds is not None else None)] = -np.inf
         # A value that its key's level does not give (a sensor at another site) breaks a dependency
         # the table is built on, as a row breaks an identity (nrad.categories.Dependency).
-        for dependency, broken in dependency_breaks(model.dependencies(), prep.codes):
+        for dependency, broken in dependency_breaks(model.dependencies(new_rows=folds is None), prep.codes):
             categories[broken, dependency.value] = -np.inf
         log_p = np.hstack([log_p, categories[:, tested]])
     weights = bonferroni_weights(n_rows, numeric, categorical)

@@ -81,7 +81,7 @@ class _Rules:
             self.blamed, self.level_blamed = self.identities.broken(self.values, codes, self.distance)
             self.involved = np.array([self.identities.involved(k) for k in range(ident.n_identities)])
         self.breaks: list[tuple[Dependency, np.ndarray]] = (
-            dependency_breaks(model.dependencies(), self.codes) if self.codes.shape[1] else []
+            dependency_breaks(model.dependencies(new_rows), self.codes) if self.codes.shape[1] else []
         )
 
     def numeric(self, i: int, c: int) -> str | None:

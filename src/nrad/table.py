@@ -377,16 +377,16 @@ class TableModel:
             return np.empty(y.shape)
         return np.column_stack([self.numeric.unshape(j, y[:, j]) for j in range(y.shape[1])]).reshape(y.shape)
 
-    def dependencies(self) -> list[Dependency]:
+    def dependencies(self, new_rows: bool = False) -> list[Dependency]:
         """The functional dependencies between the table's categorical columns and its numbers'
         indicators (a sensor gives its site, a cash payment a tip of 0:
         :class:`nrad.categories.Dependency`), from the category model's counts; a datetime's weekday
-        takes no part."""
+        takes no part.  ``new_rows``: as new rows are read, allowing every pair a training row held."""
         schema = self.schema
         columns = np.ones(self.categories.n_features, dtype=bool)
         for f, c in enumerate(schema.categorical_sources):
             columns[f] = schema.columns[c].kind == "categorical"
-        return self.categories.dependencies(columns)
+        return self.categories.dependencies(columns, seen=new_rows)
 
     def tested_codes(self) -> np.ndarray:
         """Which code features get a cell test: those that took more than one code in training (a
