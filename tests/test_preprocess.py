@@ -435,6 +435,10 @@ def test_a_datetime_after_another_is_read_as_the_time_since_it() -> None:
         ("admitted", "hours", True),
         ("discharged", "days", False),
     ]
+    # A third read after the dropoff is in hours too, though the dropoff's own hour is left out.
+    paid = pd.to_datetime(trips["dropoff"]) + pd.to_timedelta(rng.uniform(1, 30, 500), "D")
+    third = fit_schema(trips.assign(paid=paid.dt.strftime("%Y-%m-%d %H:%M:%S"))).columns[3]
+    assert (third.after, third.after_unit, third.has_hour) == ("dropoff", "hours", True)
     # One datetime column, or a second that never differs from the first by a varying time, reads no
     # time since.
     assert fit_schema(trips[["pickup", "fare"]]).columns[0].after == ""

@@ -69,9 +69,9 @@ CELL_MAX_SHAPE = 0.5
 RESIDUAL_MIN_SCALE = 1.0
 #: A lattice column (counts, ratings, scores) has a wall at its most extreme value (0 visits, a
 #: rating of 5 of 5) when that value holds at least this share of its values (or at least
-#: ``WALL_MIN_ROWS`` and more than the next value inward holds, beyond chance at ``WALL_LEVEL``:
-#: a cap, which piles up at itself what would lie beyond it, 16 of 3,000 scores at 100 and 4 at
-#: 99) ...
+#: ``WALL_MIN_ROWS`` and more than the ``CAP_VALUES`` values inward hold on average, beyond chance
+#: at ``WALL_LEVEL``: a cap, which piles up at itself what would lie beyond it, 16 of 3,000 scores
+#: at 100 and 3, 1 and 7 at 97 to 99) ...
 WALL_SHARE = 0.01
 #: ... and at least this many values: in a small table a thin tail's extreme value holds 1% by
 #: chance (a count of mean 40 whose smallest value, 28, two of 150 rows hold), and the next

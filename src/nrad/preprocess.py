@@ -155,7 +155,8 @@ class ColumnPlan:
     fill: float = 0.0
     #: categorical: levels seen at least MIN_LEVEL_COUNT times, most frequent first.
     levels: list[str] = field(default_factory=list)
-    #: datetime: whether the hour varies (a column of dates has none).
+    #: datetime: whether its hour of the day is read (a column of dates has none; nor one read as a
+    #: short time after another, see ``SHORT_AFTER_HOURS``).
     has_hour: bool = True
     #: datetime: the strftime format of the text ("" for datetime values).
     format: str = ""
@@ -308,19 +309,20 @@ def _read_after(plans: list[ColumnPlan], df: pd.DataFrame) -> None:
     (in place).  A pickup and a dropoff, an admission and a discharge: what ties them is the time
     between, which two hours of the day and two weekdays state only up to midnight, and which an
     absolute time would not give a new row of next year."""
-    earlier = None
+    earlier, earlier_hour = None, False
     for plan in plans:
         if plan.kind != "datetime":
             continue
+        has_hour = plan.has_hour  # whether its clock varies, before it may be left out below
         if earlier is not None:
-            unit = "hours" if plan.has_hour and earlier.has_hour else "days"
+            unit = "hours" if has_hour and earlier_hour else "days"
             since = time_since(_parse_datetime(df[earlier.name], earlier.format),
                                _parse_datetime(df[plan.name], plan.format), unit)  # fmt: skip
             if np.isfinite(since).sum() >= 2 and np.nanstd(since) > 0:
                 plan.after, plan.after_unit = earlier.name, unit
                 if unit == "hours" and np.nanmedian(np.abs(since)) < SHORT_AFTER_HOURS:
                     plan.has_hour = False
-        earlier = plan
+        earlier, earlier_hour = plan, has_hour
 
 
 def time_since(earlier: pd.Series, later: pd.Series, unit: str) -> np.ndarray:
