@@ -214,9 +214,15 @@ class Identities:
         # (no VAT charged, and the gross set to the net): searched without the first's predictors.
         # So in logs: a fee per guest and night that each hotel sets (tax = rate x guests x nights)
         # holds within each level as a product, which neither form over all rows finds.
+        # Each column of such an identity, not only its response: searched for the fare, the levels
+        # would each find "fare = total - extra - tip - tolls - 1.50" again (without the tolls
+        # where a level's training rows paid none, and a new row of that level paying tolls broke
+        # it).
         given: dict[int, np.ndarray] = {}
         for _, a, _, _, coef, _ in found:
-            given[a] = np.union1d(given.get(a, []), np.flatnonzero(coef[1:])).astype(np.int64)
+            involved = np.union1d([a], np.flatnonzero(coef[1:])).astype(np.int64)
+            for b in involved:
+                given[b] = np.union1d(given.get(b, []), involved[involved != b]).astype(np.int64)
         if len(columns) <= MAX_LEVEL_COLUMNS:
             for f, k in enumerate(n_codes):
                 if not 2 <= k - 2 <= MAX_LEVELS:
