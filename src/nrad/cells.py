@@ -90,8 +90,13 @@ BEYOND_WALL = 0.001
 #: in 150 rows is no evidence of a wall (chance 0.4%), and the next table's 7 was called impossible.
 WALL_LEVEL = 1e-3
 #: A cap's count is held against the mean count of this many values inward of it (see
-#: ``WALL_SHARE``): one next value alone is too few rows to read a pile against.
+#: ``WALL_SHARE``): one next value alone is too few rows to read a pile against ...
 CAP_VALUES = 3
+#: ... and is at least this many times that mean: a cap piles up at itself what would lie beyond it,
+#: a mass like the values' own near it, where a value a little more popular than its neighbours (293
+#: of 53,940 diamonds at 0.23 carat, 240 on average at 0.24 to 0.26) passes the Poisson test in a
+#: large table and is no bound.
+CAP_RATIO = 2.0
 #: A column at least 0 (all but ``BEYOND_WALL`` of its values) has a wall at 0 when its smallest
 #: value at least 0 is at least this share of its median: 0 lies beyond its lower tail, not in
 #: it.  A column whose values run down to near 0 (a measurement of mean 50 and sd 15, negative
@@ -800,12 +805,12 @@ def _inward_mean(counts: np.ndarray, step: int, k: int = CAP_VALUES) -> np.ndarr
 
 
 def _capped(counts: np.ndarray, inner: np.ndarray, level: float = WALL_LEVEL) -> np.ndarray:
-    """Per value of a lattice column: whether it holds more rows than the values inward of it
-    (``inner``, their mean count) by so many that a Poisson count of that mean would reach it with
-    chance at most ``level``: the values beyond a cap, put at it."""
+    """Per value of a lattice column: whether it holds ``CAP_RATIO`` times the rows the values inward
+    of it hold (``inner``, their mean count), and so many that a Poisson count of that mean would
+    reach it with chance at most ``level``: the values beyond a cap, put at it."""
     from scipy.stats import poisson
 
-    return poisson.sf(counts - 1, np.maximum(inner, 1)) <= level
+    return (counts >= CAP_RATIO * inner) & (poisson.sf(counts - 1, np.maximum(inner, 1)) <= level)
 
 
 def _none_beyond(
