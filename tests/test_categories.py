@@ -209,6 +209,9 @@ def test_a_level_that_allows_a_few_values_is_a_dependency_and_a_pair_it_never_ho
     # kept, broken, kept (shared), broken, missing, a diagnosis never seen (pooled with the rare)
     new = np.array([[0, 2], [0, 9], [5, 8], [3, 8], [2, 29], [1, 28]])
     assert by_ward.broken(new).tolist() == [False, True, False, True, False, False]
+    # A key that may give one value alone (a number's indicator) states no sets.
+    keys = np.array([False, True])
+    assert (0, 1) not in {(d.key, d.value) for d in model.dependencies(np.ones(2, dtype=bool), set_keys=keys)}
     # A long tail: each ward also holds 40 other diagnoses once or twice each.
     loose = diagnosis.copy()
     tail = rng.choice(n, 400, replace=False)

@@ -171,9 +171,12 @@ class CategoryModel:
             total = total + change
         return (with_child + 0.5) / (total + 0.5 * len(per_code))
 
-    def dependencies(self, features: np.ndarray, seen: bool = False) -> list[Dependency]:
+    def dependencies(
+        self, features: np.ndarray, seen: bool = False, set_keys: np.ndarray | None = None
+    ) -> list[Dependency]:
         """The functional dependencies along the forest's edges among ``features`` (bool, q): see
-        :class:`Dependency`; ``seen``: for new rows, each allowing every pair a training row held."""
+        :class:`Dependency`; ``seen``: for new rows, each allowing every pair a training row held;
+        ``set_keys`` (bool, q; None: all): the features whose levels may allow a few values."""
         found = []
         for j, table in self.joint.items():
             p = self.parent[j]
@@ -181,7 +184,8 @@ class CategoryModel:
                 continue
             # Each edge both ways: a sensor gives its site (and the site, many sensors).
             for key, value, counts in ((p, j, table), (j, p, table.T.tocsr())):
-                got = Dependency.find(key, value, counts, self.n_codes[key], self.n_codes[value], seen)
+                sets = set_keys is None or bool(set_keys[key])
+                got = Dependency.find(key, value, counts, self.n_codes[key], self.n_codes[value], seen, sets)
                 if got is not None:
                     found.append(got)
         return found
@@ -412,14 +416,22 @@ class Dependency:
 
     @classmethod
     def find(
-        cls, key: int, value: int, counts: sparse.csr_matrix, k_key: int, k_value: int, seen: bool = False
+        cls,
+        key: int,
+        value: int,
+        counts: sparse.csr_matrix,
+        k_key: int,
+        k_value: int,
+        seen: bool = False,
+        sets: bool = True,
     ) -> Dependency | None:
         """From the (key code x value code) training counts, ``k_key`` and ``k_value`` codes (the
         last two of each: rare levels pooled, and missing); None if the dependency does not hold.
         One value per key level first (a level whose rows often hold another gives none); else a
         few per level of ``DEPENDENCY_SET_MIN_ROWS`` rows or more (``DEPENDENCY_SET_ROWS``).
         ``seen``: the dependency new rows are read against, which allows every pair the training
-        rows held (read as normal, as :meth:`nrad.cells.Walls.for_new_rows` reads their values)."""
+        rows held (read as normal, as :meth:`nrad.cells.Walls.for_new_rows` reads their values).
+        ``sets``: whether the key's levels may allow a few values (else one value alone)."""
         # The key's own levels; the value's present codes (its own levels and the rare ones pooled).
         # Sparse throughout: two columns of thousands of levels each would not fit dense.
         present = sparse.csr_matrix(counts, dtype=np.float64)[: k_key - 2, : k_value - 1]
@@ -457,6 +469,8 @@ class Dependency:
         # that repeats in a small level but thins out makes it loose; its exceptions count), and
         # only those of DEPENDENCY_SET_MIN_ROWS rows or more bind: fewer rows cannot tell what a
         # level excludes.
+        if not sets:
+            return None
         sets = _allowed_sets(present, binding)
         if sets is None or not _holds(present, *sets, rows, binding, DEPENDENCY_LOOSE):
             return None

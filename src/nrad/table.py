@@ -386,7 +386,12 @@ class TableModel:
         columns = np.ones(self.categories.n_features, dtype=bool)
         for f, c in enumerate(schema.categorical_sources):
             columns[f] = schema.columns[c].kind == "categorical"
-        return self.categories.dependencies(columns, seen=new_rows)
+        # A number's indicator keys one value per level alone: its level off the spike is a
+        # few per cent of the rows, among which a category's rare levels go missing by chance, and
+        # "misc_value not 0 goes with 'attached' or 'detached'" flagged a clean carport.
+        set_keys = np.zeros(self.categories.n_features, dtype=bool)
+        set_keys[: len(schema.categorical_names)] = True
+        return self.categories.dependencies(columns, seen=new_rows, set_keys=set_keys)
 
     def tested_codes(self) -> np.ndarray:
         """Which code features get a cell test: those that took more than one code in training (a
