@@ -184,8 +184,10 @@ class CategoryModel:
                 continue
             # Each edge both ways: a sensor gives its site (and the site, many sensors).
             for key, value, counts in ((p, j, table), (j, p, table.T.tocsr())):
-                sets = set_keys is None or bool(set_keys[key])
-                got = Dependency.find(key, value, counts, self.n_codes[key], self.n_codes[value], seen, sets)
+                allow_sets = set_keys is None or bool(set_keys[key])
+                got = Dependency.find(
+                    key, value, counts, self.n_codes[key], self.n_codes[value], seen, allow_sets
+                )
                 if got is not None:
                     found.append(got)
         return found
@@ -423,7 +425,7 @@ class Dependency:
         k_key: int,
         k_value: int,
         seen: bool = False,
-        sets: bool = True,
+        allow_sets: bool = True,
     ) -> Dependency | None:
         """From the (key code x value code) training counts, ``k_key`` and ``k_value`` codes (the
         last two of each: rare levels pooled, and missing); None if the dependency does not hold.
@@ -431,7 +433,7 @@ class Dependency:
         few per level of ``DEPENDENCY_SET_MIN_ROWS`` rows or more (``DEPENDENCY_SET_ROWS``).
         ``seen``: the dependency new rows are read against, which allows every pair the training
         rows held (read as normal, as :meth:`nrad.cells.Walls.for_new_rows` reads their values).
-        ``sets``: whether the key's levels may allow a few values (else one value alone)."""
+        ``allow_sets``: whether the key's levels may allow a few values (else one value alone)."""
         # The key's own levels; the value's present codes (its own levels and the rare ones pooled).
         # Sparse throughout: two columns of thousands of levels each would not fit dense.
         present = sparse.csr_matrix(counts, dtype=np.float64)[: k_key - 2, : k_value - 1]
@@ -469,7 +471,7 @@ class Dependency:
         # that repeats in a small level but thins out makes it loose; its exceptions count), and
         # only those of DEPENDENCY_SET_MIN_ROWS rows or more bind: fewer rows cannot tell what a
         # level excludes.
-        if not sets:
+        if not allow_sets:
             return None
         sets = _allowed_sets(present, binding)
         if sets is None or not _holds(present, *sets, rows, binding, DEPENDENCY_LOOSE):
