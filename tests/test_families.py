@@ -7,13 +7,16 @@ import numpy as np
 import pandas as pd
 
 from nrad.synthetic import (
-    TAXI_ZONES,
     EMPLOYEE_KINDS,
     FLOW_KINDS,
     GRADE_KINDS,
+    GRADE_RATES,
+    LOAN_KINDS,
+    TAXI_ZONES,
     TRIP_KINDS,
     make_employees,
     make_exam_results,
+    make_loan_applications,
     make_network_flows,
     make_taxi_trips,
 )
@@ -166,3 +169,50 @@ def test_trips_and_exams_are_the_same_for_the_same_seed() -> None:
         a, b = make(500, 10, random_state=3), make(500, 10, random_state=3)
         assert a.frame.equals(b.frame) and a.truth.equals(b.truth)
         assert not a.frame.equals(make(500, 10, random_state=4).frame)
+
+
+def test_loans_keep_their_relations_except_where_planted() -> None:
+    table = make_loan_applications(3000, 33, random_state=5)
+    df, truth = table.frame, table.truth
+    planted = np.zeros(len(df), dtype=bool)
+    planted[truth["row"].to_numpy()] = True
+    clean = df[~planted]
+    r = clean["interest_rate"] / 1200
+    instalment = (clean["loan_amount"] * r / (1 - (1 + r) ** -clean["term_months"])).round(2)
+    assert np.allclose(clean["monthly_payment"], instalment, atol=0.006)
+    assert np.allclose(clean["total_payable"], (clean["monthly_payment"] * clean["term_months"]).round(2))
+    lowest = clean["grade"].map(GRADE_RATES)
+    assert (clean["interest_rate"] - lowest).between(0, 2.5).all()
+    assert clean["term_months"].isin([36, 60]).all() and (clean["loan_amount"] % 250 == 0).all()
+    assert (clean["employment_years"] <= clean["age"] - 18).all()
+    days = pd.to_datetime(clean["issue_date"]) - pd.to_datetime(clean["application_date"])
+    assert days.dt.days.between(2, 21).all()
+    assert set(truth["kind"]) == set(LOAN_KINDS)
+    for kind, broken in (
+        ("income_extra_zeros", lambda row: row["annual_income"] > 5e5),
+        ("age_impossible", lambda row: not 21 <= row["age"] <= 85),
+        ("employment_beyond_age", lambda row: row["employment_years"] > row["age"] - 14),
+        ("issued_before_application", lambda row: row["issue_date"] < row["application_date"]),
+        ("term_not_offered", lambda row: row["term_months"] not in (36, 60)),
+        ("amount_in_cents", lambda row: row["loan_amount"] > 40000),
+        ("negative_delinquencies", lambda row: row["delinquencies_2y"] < 0),
+        ("score_out_of_range", lambda row: not 560 <= row["credit_score"] <= 850),
+    ):
+        rows = truth.loc[truth["kind"] == kind, "row"]
+        assert len(rows) and all(broken(df.loc[r]) for r in rows), kind
+    # the instalment of the other term: the total follows it, the annuity formula does not
+    for r in truth.loc[truth["kind"] == "payment_for_other_term", "row"]:
+        row = df.loc[r]
+        rate = row["interest_rate"] / 1200
+        right = row["loan_amount"] * rate / (1 - (1 + rate) ** -row["term_months"])
+        assert abs(row["monthly_payment"] / right - 1) > 0.2
+        assert row["total_payable"] == round(row["monthly_payment"] * row["term_months"], 2)
+    # the retired borrowers are rare and not planted
+    assert len(table.rare) and not planted[table.rare].any()
+    assert (df.loc[table.rare, "age"] >= 66).all() and (df.loc[table.rare, "employment_years"] == 0).all()
+
+
+def test_loans_are_the_same_for_the_same_seed() -> None:
+    a, b = make_loan_applications(500, 11, random_state=3), make_loan_applications(500, 11, random_state=3)
+    assert a.frame.equals(b.frame) and a.truth.equals(b.truth)
+    assert not a.frame.equals(make_loan_applications(500, 11, random_state=4).frame)
