@@ -333,6 +333,22 @@ def test_a_column_with_two_values_off_its_mode_and_no_lattice_is_a_category() ->
     assert note.startswith("misc: 147 of its 150 values are 0 and the rest take two values")
 
 
+def test_a_column_of_two_common_values_and_one_typed_off_them_stays_a_number() -> None:
+    """A term of 36 or 60 months (62% and 38% of the rows) and one of 120 typed in two rows: the
+    two common values spread the column as a two-valued number's do, and read as a category it
+    would leave the relations it takes part in (total = term x instalment)."""
+    rng = np.random.default_rng(5)
+    term = np.where(rng.random(3000) < 0.62, 36.0, 60.0)
+    term[[10, 20]] = 120.0
+    df = pd.DataFrame({"term": term, "amount": rng.lognormal(9, 0.5, 3000)})
+    schema = fit_schema(df)
+    assert schema.columns[0].kind == "numeric" and not schema.columns[0].note
+    # the same column with the two off the mode in under a tenth of the rows is a category
+    term[rng.random(3000) < 0.95] = 36.0
+    term[[10, 20]] = 120.0
+    assert fit_schema(df.assign(term=term)).columns[0].kind == "categorical"
+
+
 def test_a_spike_is_a_category_and_the_rest_a_number() -> None:
     rng = np.random.default_rng(1)
     pool = np.where(rng.random(3000) < 0.99, 0.0, rng.uniform(150, 800, 3000).round())

@@ -114,6 +114,11 @@ RARE_FLAG_SHARE = 0.01
 #: its other values sit tens of sd out; it is read as a category too.  A count's 0, 1 and 2 lie on
 #: a lattice and stay numbers.
 FEW_OFF_MODE_VALUES = 3
+#: ... where the other two values hold less than this share of the rows: a loan's term of 36 or
+#: 60 months (62% and 38%) is spread by its two values as a two-valued number is, and one term of
+#: 120 typed among 3,000 made it a category, lost the identity total = term x instalment that
+#: every other row keeps, and left the row unflagged.
+FEW_OFF_MODE_SHARE = 0.1
 
 
 def standardization(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -681,6 +686,7 @@ def _numeric_plan(
     elif (
         distinct == FEW_OFF_MODE_VALUES
         and counts.iloc[0] >= SPIKE_SHARE * len(finite)
+        and off_mode < FEW_OFF_MODE_SHARE * len(finite)
         and lattice_spacing(finite.to_numpy(), whole_numbers=False) == 0.0
     ):
         why = " and the rest take two values, no spread to read them by"
