@@ -220,3 +220,19 @@ def test_a_repair_that_is_zero_but_for_rounding_reads_zero() -> None:
     # A small value that is a real one stays: beside a range of 0.001 to 0.002, and in a range of its own size.
     assert _zero_below_rounding(0.001, 0.002, 3e-7) == (0.001, 0.002, 3e-7)
     assert _zero_below_rounding(-2e-17, 1e-16, 5e-17) == (-2e-17, 1e-16, 5e-17)
+
+
+def test_a_row_a_rule_decided_names_a_cell_of_the_rule_first() -> None:
+    """A total that is not the instalments times the term breaks an identity, which flags its row
+    whatever its density: the row names a cell of the identity first, not a related column (the
+    loan amount, the income) whose repair gives back more density."""
+    from nrad.synthetic import make_loan_applications
+
+    table = make_loan_applications(2000, 6, random_state=2, kinds=("total_not_payments",))
+    model = fit_table(table.frame, id_column="loan_id", random_state=0, max_epochs=5)
+    rows = table.truth["row"].to_numpy()
+    scored, _ = model.score(table.frame, fdr=0.1, in_sample=True, explain="flagged")
+    assert scored.loc[rows, "flagged"].all()
+    identity = ("total_payable", "monthly_payment", "term_months")
+    assert scored.loc[rows, "top_features"].map(first_feature).isin(identity).all()
+    assert scored.loc[rows, "top_features"].str.contains("rule broken").all()

@@ -587,8 +587,20 @@ def describe(
     result = repair(model, prep, folds)
     names = np.asarray(model.schema.names)
     order, gains = ranked(model, prep, result, folds, k)
-    order, gains = _cause_first(model, prep, folds, result, order, gains)
+    scores, density, z, _ = model.scores_prepared(prep, folds)
+    p, cause = row_p_values(model, prep, scores, z, folds, density)
+    order, gains = _cause_first(model, cause, result, order, gains)
     rules = rule_reasons(model, df, prep, order[:, 0], new_rows=folds is None)
+    # A rule decided the row (p-value 0) and the column the repair puts first breaks none: the
+    # rule's cell is named first.  A total that is not the instalments times the term is the
+    # total's error, not the loan amount's, whose repair gives back most of a density that the
+    # total's break hardly moves; among a rule's cells the repair still chooses.
+    unruled = np.array([rule is None for rule in rules[0]], dtype=bool)
+    moved = np.flatnonzero((p == 0) & (cause >= 0) & (order[:, 0] != cause) & unruled)
+    if len(moved):
+        for i in moved:
+            _put_first(order, gains, result, int(i), int(cause[i]))
+        rules = rule_reasons(model, df, prep, order[:, 0], new_rows=folds is None)
     top = [
         feature_shares(names[row], row_gains, ruled=rule is not None)
         for row, row_gains, rule in zip(order, gains, rules[0], strict=True)
@@ -597,12 +609,7 @@ def describe(
 
 
 def _cause_first(
-    model: TableModel,
-    prep: Prepared,
-    folds: np.ndarray | None,
-    result: Any,
-    order: np.ndarray,
-    gains: np.ndarray,
+    model: TableModel, cause: np.ndarray, result: Any, order: np.ndarray, gains: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Rows whose p-value came from one cell name that cell first (the others follow in order).
 
@@ -612,8 +619,6 @@ def _cause_first(
     says), their p-values differ by how heavy each column's residual tail is, and the repair
     says which single change mends the row (the gross, which its euro copy contradicts too).
     """
-    scores, density, z, _ = model.scores_prepared(prep, folds)
-    cause = row_p_values(model, prep, scores, z, folds, density)[1]
     order, gains = order.copy(), gains.copy()
     related = _related_columns(model)
     numeric = np.zeros(len(model.schema.columns), dtype=bool)
@@ -622,13 +627,18 @@ def _cause_first(
         c = int(cause[i])
         if order[i, 0] == c or (numeric[c] and related[c, order[i, 0]]):
             continue
-        rest = [j for j in order[i] if j != c][: order.shape[1] - 1]
-        rest_gains = [g for j, g in zip(order[i], gains[i], strict=True) if j != c][: order.shape[1] - 1]
-        order[i] = [c, *rest]
-        # The cell's own repair gain (what repairing it alone gives back), at least a trace so
-        # that it is listed.
-        gains[i] = [max(float(result.gains[i, c]), 0.01), *rest_gains]
+        _put_first(order, gains, result, int(i), c)
     return order, gains
+
+
+def _put_first(order: np.ndarray, gains: np.ndarray, result: Any, i: int, c: int) -> None:
+    """Row ``i`` names column ``c`` first, the others after it in their order (in place)."""
+    rest = [j for j in order[i] if j != c][: order.shape[1] - 1]
+    rest_gains = [g for j, g in zip(order[i], gains[i], strict=True) if j != c][: order.shape[1] - 1]
+    order[i] = [c, *rest]
+    # The cell's own repair gain (what repairing it alone gives back), at least a trace so that
+    # it is listed.
+    gains[i] = [max(float(result.gains[i, c]), 0.01), *rest_gains]
 
 
 #: A column is listed in ``top_features`` only with at least this share of what the listed ones
