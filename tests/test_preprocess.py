@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -201,6 +202,27 @@ def test_numbers_as_exports_write_them_are_read_as_numbers(values: list[str], wa
     schema = fit_schema(df)
     assert schema.columns[0].kind == "numeric"
     np.testing.assert_allclose(encode(schema, df).numeric[:3, 0], want)
+
+
+def test_a_european_csvs_counts_with_points_between_thousands_are_read_as_integers(tmp_path: Path) -> None:
+    """A semicolon file whose prices take a decimal comma writes its counts as 45.011 and 839:
+    pandas reads 45.011 as a decimal, and the column as numbers a thousand apart.  Read as the
+    file writes them, in one piece and in chunks; its dates and decimals with a point stay."""
+    from nrad.io import iter_table, read_table
+
+    rows = ["id;price;quantity;when;rate"]
+    for i in range(40):
+        quantity = f"{45 + i}.{11 * i:03d}" if i % 2 else str(800 + i)
+        rows.append(f"{i};{i},50;{quantity};{1 + i % 28:02d}.05.2024;{i % 7}.5")
+    path = tmp_path / "eu.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    for df in (read_table(path), pd.concat(list(iter_table(path, 15)))):
+        assert df["quantity"].tolist()[:4] == [800, 46_011, 802, 48_033]
+        assert df["when"].iloc[0] == "01.05.2024" and df["rate"].iloc[1] == 1.5
+    # The same counts in a file of decimal points are decimals, as most files mean them.
+    plain = tmp_path / "plain.csv"
+    plain.write_text("\n".join(r.replace(",", ".") for r in rows) + "\n", encoding="utf-8")
+    assert read_table(plain)["quantity"].iloc[1] == 46.011
 
 
 def test_a_mostly_numeric_text_column_read_as_a_category_says_why() -> None:

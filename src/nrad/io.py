@@ -49,8 +49,12 @@ def read_table(path: str | Path) -> Any:
     if _is_parquet(path):
         return _read_parquet(path)
     delimiter = csv_delimiter(path)
+    grouped = grouped_thousands(path, delimiter)
     with _csv_errors(path):
-        return pd.read_csv(path, sep=delimiter, encoding="utf-8", low_memory=False)
+        df = pd.read_csv(
+            path, sep=delimiter, encoding="utf-8", low_memory=False, dtype=dict.fromkeys(grouped, str)
+        )
+    return _ungroup(df, grouped)
 
 
 def iter_table(path: str | Path, batch_rows: int) -> Iterator[Any]:
@@ -68,10 +72,86 @@ def iter_table(path: str | Path, batch_rows: int) -> Iterator[Any]:
             yield from _iter_parquet(part, batch_rows)
         return
     delimiter = csv_delimiter(path)
+    grouped = grouped_thousands(path, delimiter)
     with _csv_errors(path):
-        reader = pd.read_csv(path, sep=delimiter, encoding="utf-8", chunksize=batch_rows, low_memory=False)
+        reader = pd.read_csv(
+            path,
+            sep=delimiter,
+            encoding="utf-8",
+            chunksize=batch_rows,
+            low_memory=False,
+            dtype=dict.fromkeys(grouped, str),
+        )
         with reader:
-            yield from reader
+            for chunk in reader:
+                yield _ungroup(chunk, grouped)
+
+
+#: Rows of a CSV read to decide how it writes its numbers (:func:`grouped_thousands`).
+SNIFF_ROWS = 5000
+#: An integer written with points between its groups of three digits: 45.011, 1.250.000.
+_GROUPED = r"^[-+]?\d{1,3}(?:\.\d{3})+$"
+
+
+def grouped_thousands(path: Path, delimiter: str) -> list[str]:
+    """Columns of a CSV whose numbers are integers with points grouping their thousands (45.011,
+    1.250.000, beside plain 839), in a file that writes its other numbers with a decimal comma
+    (1.234,56 or 58,14 in some column): what a European spreadsheet exports.
+
+    pandas reads such a column as decimals, 45.011 for forty-five thousand and eleven, and a
+    column of small and large counts as numbers a thousand apart; its text is read instead, the
+    points taken out (:func:`_ungroup`).  Without a decimal comma elsewhere in the file a lone
+    ``45.011`` is a decimal, as most files write it.  The first ``SNIFF_ROWS`` rows decide.
+    """
+    import re
+
+    import pandas as pd
+
+    from nrad.preprocess import number_format_of
+
+    # A decimal comma is a digit, a comma and a digit inside a field: in a comma-separated file
+    # only a quoted one.  Files without any are most files, and are read with no second look.
+    with path.open("rb") as f:
+        sample = f.read(65536).decode("utf-8", errors="ignore")
+    inside = r'"[^"\n]*\d,\d[^"\n]*"' if delimiter == "," else r"\d,\d"
+    if not re.search(inside, sample):
+        return []
+    with _csv_errors(path):
+        head = pd.read_csv(path, sep=delimiter, encoding="utf-8", dtype=str, nrows=SNIFF_ROWS)
+    texts = {str(c): head[c].dropna().str.strip() for c in head.columns}
+    if not any(_decimal_comma(t, number_format_of) for t in texts.values()):
+        return []
+    return [
+        c
+        for c, t in texts.items()
+        if len(t) and t.str.match(_GROUPED + r"|^[-+]?\d+$").all() and t.str.match(_GROUPED).any()
+    ]
+
+
+def _decimal_comma(text: Any, number_format_of: Any) -> bool:
+    """Whether a column's text holds numbers written with a decimal comma (most of it then numbers)."""
+    import pandas as pd
+
+    from nrad.preprocess import normalize_numbers
+
+    if not len(text) or not text.str.contains(r"\d,\d", regex=True).any() or number_format_of(text) != ",":
+        return False
+    parsed = pd.to_numeric(normalize_numbers(text.astype("string"), ","), errors="coerce")
+    return bool(parsed.notna().mean() >= 0.9)
+
+
+def _ungroup(df: Any, grouped: list[str]) -> Any:
+    """``df`` with the columns :func:`grouped_thousands` named read as numbers, their points out."""
+    import pandas as pd
+
+    for c in grouped:
+        if c not in df.columns:
+            continue
+        values = pd.to_numeric(df[c].str.strip().str.replace(".", "", regex=False), errors="coerce")
+        # A value the first rows did not foresee (a word) leaves the column as text, read later.
+        if values.notna().sum() == df[c].notna().sum():
+            df[c] = values
+    return df
 
 
 def count_rows(path: str | Path) -> int | None:

@@ -487,7 +487,7 @@ def _numeric_parse(col: pd.Series, number_format: str | None = None) -> tuple[pd
     col = _na_tokens_to_missing(col)
     text = col.astype("string")
     fmt = number_format_of(text) if number_format is None else number_format
-    values = pd.to_numeric(_normalize_numbers(text, fmt), errors="coerce")
+    values = pd.to_numeric(normalize_numbers(text, fmt), errors="coerce")
     failures = int((values.isna() & col.notna()).sum())
     return values.astype(float), failures
 
@@ -521,7 +521,7 @@ _TRAILING_MINUS = r"^[^-]*\d[^-\d]*-$"
 _DECORATION = r"[\s$€£¥%']|\b(?:USD|EUR|GBP|CHF|JPY)\b"
 
 
-def _normalize_numbers(text: pd.Series, number_format: str) -> pd.Series:
+def normalize_numbers(text: pd.Series, number_format: str) -> pd.Series:
     """``(1.234,56 €)`` -> ``-1234.56``: decoration off, accounting negatives signed, separators out."""
     # Spreadsheets and typeset reports write the minus as U+2212 (or a dash); Python reads only "-".
     out = text.str.strip().str.replace(_MINUS, "-", regex=True)
