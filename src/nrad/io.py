@@ -107,8 +107,6 @@ def grouped_thousands(path: Path, delimiter: str) -> list[str]:
 
     import pandas as pd
 
-    from nrad.preprocess import number_format_of
-
     # A decimal comma is a digit, a comma and a digit inside a field: in a comma-separated file
     # only a quoted one.  Files without any are most files, and are read with no second look.
     with path.open("rb") as f:
@@ -119,7 +117,7 @@ def grouped_thousands(path: Path, delimiter: str) -> list[str]:
     with _csv_errors(path):
         head = pd.read_csv(path, sep=delimiter, encoding="utf-8", dtype=str, nrows=SNIFF_ROWS)
     texts = {str(c): head[c].dropna().str.strip() for c in head.columns}
-    if not any(_decimal_comma(t, number_format_of) for t in texts.values()):
+    if not any(_decimal_comma(t) for t in texts.values()):
         return []
     return [
         c
@@ -128,11 +126,11 @@ def grouped_thousands(path: Path, delimiter: str) -> list[str]:
     ]
 
 
-def _decimal_comma(text: Any, number_format_of: Any) -> bool:
+def _decimal_comma(text: Any) -> bool:
     """Whether a column's text holds numbers written with a decimal comma (most of it then numbers)."""
     import pandas as pd
 
-    from nrad.preprocess import normalize_numbers
+    from nrad.preprocess import normalize_numbers, number_format_of
 
     if not len(text) or not text.str.contains(r"\d,\d", regex=True).any() or number_format_of(text) != ",":
         return False
