@@ -4,7 +4,7 @@ A clean employees table (``nrad.synthetic.make_employees``, 3,000 rows, no plant
 scored against itself as it is, and again with two ratings of 6 typed on its scale of 1 to 5.
 For each, prints what the density's in-sample tail left out (``n_trimmed``), its threshold and
 scale, the rows flagged at q = 0.1 and how many of them are part-timers (full-time share 0.5),
-none of which is an error.
+none of which is an error, and the two typed rows' p-values.
 
 Usage::
 
@@ -35,10 +35,12 @@ def main() -> None:
         tail = model.own_tails.density
         flagged = scored["flagged"].to_numpy(dtype=bool)
         part_time = df["fte"].to_numpy() == 0.5
+        typed_p = ", ".join(f"{p:.3g}" for p in scored.loc[[100, 900], "p_value"]) if name != "clean" else ""
         print(
             f"{name}: density tail trimmed {tail.n_trimmed}, threshold {tail.threshold:.1f}, "
             f"scale {float(np.median(tail.scales)):.2f}; flagged {flagged.sum()}, "
             f"part-timers among them {int((flagged & part_time).sum())} of {int(part_time.sum())}"
+            + (f"; the typed rows' p-values {typed_p}" if typed_p else "")
         )
 
 
