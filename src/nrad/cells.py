@@ -92,9 +92,9 @@ WALL_LEVEL = 1e-3
 #: A value piled up at (``WALL_SHARE``) is a wall without ``WALL_RATIO`` of the next value's count
 #: too where its edge is so sharp that thinning out past it as the values do up to it would leave
 #: as few rows beyond with at most this chance: a scale's top (ratings of 1 to 5: 198 of 3,000 at
-#: 5 after 977 at 4 would put about 40 at 6, and none lie there), where two ratings of 6 typed
-#: into a clean table got p-values 0.34 and 0.26.  A count that thins out with no bound puts past a
-#: value about as many rows as thinning out up to it predicts, never so few against so many.
+#: 5 after 977 at 4 would put about 40 at 6, and none lie there), where a rating of 10 was read
+#: off a tail, p-value 0.03.  A count that thins out with no bound puts past a value about as many
+#: rows as thinning out up to it predicts, never so few against so many.
 SHARP_EDGE_LEVEL = 1e-9
 #: A cap's count is held against the mean count of this many values inward of it (see
 #: ``WALL_SHARE``): one next value alone is too few rows to read a pile against ...
