@@ -134,24 +134,6 @@ def test_a_count_thinning_out_to_its_largest_value_is_no_wall_there() -> None:
     assert walls.high[0] == 6.0
 
 
-def test_a_scales_top_that_holds_many_rows_and_none_beyond_is_a_wall() -> None:
-    """Ratings of 1 to 5 in 3,000 rows: 198 at 5 after 977 at 4, less than half, so not a pile
-    against the next value; but thinning out past 5 as up to it would put about 40 rows at 6, and
-    none lie there: 5 bounds the scale, and a rating of 10 lies beyond it.  Counts that thin out
-    with no bound get no wall at their largest value, in a large table too."""
-    from nrad.cells import Walls
-
-    rating = np.repeat([1.0, 2.0, 3.0, 4.0, 5.0], [33, 436, 1266, 977, 198])
-    walls = Walls.fit(rating[:, None], np.array([1.0]))
-    assert walls.high[0] == 5.0 and walls.beyond(np.array([[10.0], [5.0]])).tolist() == [[True], [False]]
-    for seed in range(5):
-        rng = np.random.default_rng(seed)
-        counts = np.column_stack([rng.poisson(2.0, 100_000), rng.geometric(0.3, 100_000)]).astype(float)
-        walls = Walls.fit(counts, np.array([1.0, 1.0]))
-        assert np.isnan(walls.high).all()
-        assert not walls.beyond(counts.max(axis=0, keepdims=True) + 1).any()
-
-
 def test_a_cap_that_few_rows_reach_is_a_wall_and_a_thin_top_is_not() -> None:
     """Scores of 0 to 100 where about 0.5% of 3,000 reach 100: fewer than the 1% a wall's share
     asks, but many more than hold 99, by more than chance: the values beyond 100 were put at it."""

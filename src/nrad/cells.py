@@ -89,13 +89,6 @@ BEYOND_WALL = 0.001
 #: more).  Thinning out from 18 rows at 5 transit days to 10 at 6, 5.6 rows would lie at 7: none
 #: in 150 rows is no evidence of a wall (chance 0.4%), and the next table's 7 was called impossible.
 WALL_LEVEL = 1e-3
-#: A value piled up at (``WALL_SHARE``) is a wall without ``WALL_RATIO`` of the next value's count
-#: too where its edge is so sharp that thinning out past it as the values do up to it would leave
-#: as few rows beyond with at most this chance: a scale's top (ratings of 1 to 5: 198 of 3,000 at
-#: 5 after 977 at 4 would put about 40 at 6, and none lie there), where a rating of 10 was read
-#: off a tail, p-value 0.03.  A count that thins out with no bound puts past a value about as many
-#: rows as thinning out up to it predicts, never so few against so many.
-SHARP_EDGE_LEVEL = 1e-9
 #: A cap's count is held against the mean count of this many values inward of it (see
 #: ``WALL_SHARE``): one next value alone is too few rows to read a pile against ...
 CAP_VALUES = 3
@@ -616,7 +609,7 @@ class Walls:
                 low[j] = 0.0
             if not spacing[j] > 0:
                 continue
-            lattice_low, high[j] = _lattice_walls(x, zero_is_a_wall=True, sharp=SHARP_EDGE_LEVEL)
+            lattice_low, high[j] = _lattice_walls(x, zero_is_a_wall=True)
             low[j] = lattice_low if np.isfinite(lattice_low) else low[j]
         half = np.asarray(spacing, dtype=np.float64) / 2.0
         pairs, pair_low, pair_high, pair_half = _pair_walls(values, spacing)
