@@ -174,8 +174,7 @@ def test_trips_and_exams_are_the_same_for_the_same_seed() -> None:
 def test_loans_keep_their_relations_except_where_planted() -> None:
     table = make_loan_applications(3000, 33, random_state=5)
     df, truth = table.frame, table.truth
-    planted = np.zeros(len(df), dtype=bool)
-    planted[truth["row"].to_numpy()] = True
+    planted = table.labels.astype(bool)
     clean = df[~planted]
     r = clean["interest_rate"] / 1200
     instalment = (clean["loan_amount"] * r / (1 - (1 + r) ** -clean["term_months"])).round(2)

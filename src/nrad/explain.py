@@ -597,10 +597,13 @@ def describe(
     # total's break hardly moves; among a rule's cells the repair still chooses.
     unruled = np.array([rule is None for rule in rules[0]], dtype=bool)
     moved = np.flatnonzero((p == 0) & (cause >= 0) & (order[:, 0] != cause) & unruled)
+    for i in moved:
+        _put_first(order, gains, result, int(i), int(cause[i]))
     if len(moved):
-        for i in moved:
-            _put_first(order, gains, result, int(i), int(cause[i]))
-        rules = rule_reasons(model, df, prep, order[:, 0], new_rows=folds is None)
+        # Only the moved rows' first column changed: their rules are read again, not every row's.
+        again = rule_reasons(model, df.iloc[moved], prep.take(moved), order[moved, 0], new_rows=folds is None)
+        for j, i in enumerate(moved):
+            rules[0][i] = again[0][j]
     top = [
         feature_shares(names[row], row_gains, ruled=rule is not None)
         for row, row_gains, rule in zip(order, gains, rules[0], strict=True)
