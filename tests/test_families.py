@@ -7,7 +7,10 @@ import numpy as np
 import pandas as pd
 
 from nrad.synthetic import (
+    AIRCRAFT,
     EMPLOYEE_KINDS,
+    FLEETS,
+    FLIGHT_KINDS,
     FLOW_KINDS,
     GRADE_KINDS,
     GRADE_RATES,
@@ -16,6 +19,7 @@ from nrad.synthetic import (
     TRIP_KINDS,
     make_employees,
     make_exam_results,
+    make_flights,
     make_loan_applications,
     make_network_flows,
     make_taxi_trips,
@@ -215,3 +219,50 @@ def test_loans_are_the_same_for_the_same_seed() -> None:
     a, b = make_loan_applications(500, 11, random_state=3), make_loan_applications(500, 11, random_state=3)
     assert a.frame.equals(b.frame) and a.truth.equals(b.truth)
     assert not a.frame.equals(make_loan_applications(500, 11, random_state=4).frame)
+
+
+def test_flights_keep_their_relations_except_where_planted() -> None:
+    table = make_flights(3000, 36, random_state=5)
+    df, truth = table.frame, table.truth
+    planted = table.labels.astype(bool)
+    clean, flown = df[~planted], df[~planted & (df["cancelled"] == 0)]
+    route = clean.groupby(["origin", "dest"])["distance"].nunique()
+    assert (route == 1).all()
+    assert (clean.groupby("aircraft")["seats"].nunique() == 1).all()
+    for carrier, fleet in FLEETS.items():
+        assert set(clean.loc[clean["carrier"] == carrier, "aircraft"]) <= set(fleet)
+    assert (flown["passengers"].dropna() <= flown.loc[flown["passengers"].notna(), "seats"]).all()
+    assert (flown["elapsed_time"] > flown["air_time"] + flown["taxi_out"].fillna(0)).all()
+    assert ((clean["sched_dep_time"] % 100 < 60) & (clean["sched_dep_time"] < 2400)).all()
+    cancelled = clean[clean["cancelled"] == 1]
+    assert len(cancelled) and cancelled[["dep_delay", "air_time", "fuel_kg"]].isna().all().all()
+    assert set(truth["kind"]) == set(FLIGHT_KINDS)
+    for kind, broken in (
+        ("elapsed_below_air_time", lambda row: row["elapsed_time"] < row["air_time"]),
+        ("arr_delay_sign_flipped", lambda row: row["arr_delay"] < -50 < 50 < row["dep_delay"]),
+        ("passengers_over_seats", lambda row: row["passengers"] > row["seats"]),
+        ("aircraft_not_in_fleet", lambda row: row["aircraft"] not in FLEETS[row["carrier"]]),
+        ("taxi_out_negative", lambda row: row["taxi_out"] < 0),
+        (
+            "sched_dep_not_a_time",
+            lambda row: row["sched_dep_time"] % 100 >= 60 or row["sched_dep_time"] >= 2400,
+        ),
+        ("cancelled_with_values", lambda row: row["cancelled"] == 1 and row["air_time"] > 0),
+        ("year_typo", lambda row: row["date"].startswith("2042")),
+        ("air_time_in_hours", lambda row: row["air_time"] < 10),
+    ):
+        rows = truth.loc[truth["kind"] == kind, "row"]
+        assert len(rows) and all(broken(df.loc[r]) for r in rows), kind
+    for r in truth.loc[truth["kind"] == "distance_of_other_route", "row"]:
+        same = clean[(clean["origin"] == df.loc[r, "origin"]) & (clean["dest"] == df.loc[r, "dest"])]
+        assert abs(df.loc[r, "distance"] - same["distance"].iloc[0]) >= 450
+    for r in truth.loc[truth["kind"] == "seats_of_other_aircraft", "row"]:
+        assert df.loc[r, "seats"] != AIRCRAFT[df.loc[r, "aircraft"]][0]
+    # the cancelled flights and the long delays are rare and not planted
+    assert len(table.rare) and not planted[table.rare].any()
+
+
+def test_flights_are_the_same_for_the_same_seed() -> None:
+    a, b = make_flights(500, 12, random_state=3), make_flights(500, 12, random_state=3)
+    assert a.frame.equals(b.frame) and a.truth.equals(b.truth)
+    assert not a.frame.equals(make_flights(500, 12, random_state=4).frame)

@@ -2188,3 +2188,202 @@ def make_loan_applications(
 
 
 FAMILIES["loans"] = make_loan_applications
+
+
+FLIGHT_KINDS = (
+    "distance_of_other_route",
+    "elapsed_below_air_time",
+    "arr_delay_sign_flipped",
+    "passengers_over_seats",
+    "seats_of_other_aircraft",
+    "aircraft_not_in_fleet",
+    "fuel_extra_digit",
+    "taxi_out_negative",
+    "sched_dep_not_a_time",
+    "cancelled_with_values",
+    "year_typo",
+    "air_time_in_hours",
+)
+#: Great-circle miles from New York (JFK) to each destination; LGA and EWR differ by a few miles.
+FLIGHT_DESTINATIONS = {
+    "BOS": 187, "DCA": 213, "PIT": 340, "RDU": 427, "CLT": 541, "DTW": 509, "CLE": 425, "ATL": 760,
+    "ORD": 740, "MSP": 1029, "STL": 892, "MCO": 944, "TPA": 1005, "FLL": 1069, "MIA": 1089,
+    "MSY": 1182, "DFW": 1391, "IAH": 1417, "DEN": 1626, "AUS": 1521, "PHX": 2153, "LAS": 2248,
+    "SLC": 1990, "SAN": 2446, "LAX": 2475, "SFO": 2586, "SEA": 2422, "PDX": 2454, "SJU": 1598,
+    "BTV": 266,
+}  # fmt: skip
+#: Each carrier's fleet.
+FLEETS = {
+    "AA": ("A321", "B738", "E175"),
+    "DL": ("A320", "B739", "E175", "B763"),
+    "UA": ("B738", "B739", "E175", "B763"),
+    "WN": ("B737", "B738"),
+    "B6": ("A320", "A321", "E190"),
+    "AS": ("B739", "E175"),
+    "NK": ("A320", "A321"),
+    "F9": ("A320", "A321"),
+}
+#: Seats and fuel burned per minute airborne (kg) of each aircraft type.
+AIRCRAFT = {
+    "A320": (150, 40), "A321": (190, 48), "B737": (143, 40), "B738": (166, 43), "B739": (179, 45),
+    "E175": (76, 25), "E190": (100, 30), "B763": (211, 90),
+}  # fmt: skip
+
+
+def make_flights(
+    n_rows: int = 3000,
+    n_anomalies: int = 24,
+    random_state: int = 0,
+    missing_rate: float = 0.02,
+    kinds: tuple[str, ...] | None = None,
+) -> PlantedTable:
+    """A year of departures from New York's three airports, 17 columns: flight id, date, carrier,
+    flight number (a few per carrier and route), origin, destination, the route's distance (fixed
+    per origin and destination), the scheduled departure as an HHMM integer (as airline data
+    writes it), departure delay (minutes: mostly a few minutes early or late, a long right tail up
+    to many hours), arrival delay (the departure delay give or take what the flight made up),
+    taxi-out and air time (the distance over the speed, plus climb and descent), elapsed time
+    (air time, taxi-out and taxi-in), the aircraft type (from the carrier's fleet; regional jets on
+    short routes, wide bodies on long ones), its seats (fixed per type), passengers (at most the
+    seats), fuel burned (the type's burn rate times the air time, give or take 5%) and whether the
+    flight was cancelled (1.5%: then no delay, times, passengers or fuel); missing cells in
+    taxi-out and passengers.
+
+    Planted, each an error a system or a clerk makes: ``distance_of_other_route`` (the distance of
+    a destination 500 miles or more away: distance), ``elapsed_below_air_time`` (elapsed time 10
+    to 40 minutes below the air time: elapsed_time, air_time), ``arr_delay_sign_flipped`` (a late
+    flight's arrival delay written early: arr_delay), ``passengers_over_seats`` (20 to 80 more
+    than the seats: passengers), ``seats_of_other_aircraft`` (the seats of another type:
+    seats), ``aircraft_not_in_fleet`` (a type the carrier does not fly, the seats of the true one:
+    aircraft), ``fuel_extra_digit`` (the fuel 10 times: fuel_kg), ``taxi_out_negative``
+    (taxi_out), ``sched_dep_not_a_time`` (minutes 60 to 99, or the hour 24 to 29:
+    sched_dep_time), ``cancelled_with_values`` (marked cancelled with its delays, times and
+    passengers: cancelled), ``year_typo`` (2042 for 2024: date), ``air_time_in_hours`` (the air
+    time in hours: air_time).  Cancelled flights and delays over four hours are rare but
+    legitimate (``rare``).
+
+    Written before any result on it was seen, to judge the flags on a table none of the detector's
+    rules was tuned on.
+    """
+    import pandas as pd
+
+    rng = np.random.default_rng(random_state)
+    n = n_rows
+    carriers = np.array(list(FLEETS))
+    carrier = rng.choice(carriers, size=n, p=np.array([18, 17, 20, 8, 16, 6, 8, 7]) / 100)
+    origin = rng.choice(["JFK", "LGA", "EWR"], size=n, p=[0.36, 0.3, 0.34])
+    dests = np.array(list(FLIGHT_DESTINATIONS))
+    dest_weights = rng.gamma(2.0, 1.0, len(dests))
+    dest = rng.choice(dests, size=n, p=dest_weights / dest_weights.sum())
+    # a route's distance: the destination's from JFK, and a fixed few miles for the other airports
+    airports = ("JFK", "LGA", "EWR")
+    shift = {(o, d): (0 if o == "JFK" else int(rng.integers(-25, 26))) for o in airports for d in dests}
+    distance = np.array([FLIGHT_DESTINATIONS[d] + shift[(o, d)] for o, d in zip(origin, dest, strict=True)])
+    numbers = {(c, o, d): rng.integers(1, 3000, 3) for c in carriers for o in airports for d in dests}
+    flight_number = np.array(
+        [int(rng.choice(numbers[(c, o, d)])) for c, o, d in zip(carrier, origin, dest, strict=True)]
+    )
+    aircraft = np.empty(n, dtype=object)
+    for i in range(n):
+        fleet = [
+            a for a in FLEETS[carrier[i]]
+            if not (a in ("E175", "E190") and distance[i] > 1100) and not (a == "B763" and distance[i] < 1900)
+        ]  # fmt: skip
+        aircraft[i] = fleet[int(rng.integers(len(fleet)))] if fleet else FLEETS[carrier[i]][0]
+    seats = np.array([AIRCRAFT[a][0] for a in aircraft])
+    burn = np.array([AIRCRAFT[a][1] for a in aircraft], dtype=float)
+    hours = np.array([2, 6, 8, 8, 7, 6, 6, 6, 6, 6, 7, 7, 6, 5, 4, 3, 3, 2, 2], dtype=float)
+    hour = rng.choice(np.arange(5, 24), size=n, p=hours / hours.sum())
+    sched_dep = hour * 100 + 5 * rng.integers(0, 12, n)
+    air_time = np.maximum(np.round(distance / 8.0 + 15 + rng.normal(0, 5 + distance / 400)), 25).astype(int)
+    taxi_out = np.round(8 + rng.gamma(2.0, 5.0, n) + 4 * (origin == "EWR")).astype(int)
+    taxi_in = np.round(4 + rng.gamma(2.0, 2.5, n)).astype(int)
+    elapsed = air_time + taxi_out + taxi_in
+    late = rng.random(n) < 0.3
+    dep_delay = np.where(late, np.round(rng.exponential(40, n)), np.round(rng.normal(-3, 4, n))).astype(int)
+    dep_delay = np.maximum(dep_delay, -25)
+    arr_delay = dep_delay + np.round(rng.normal(-6, 12, n)).astype(int)
+    passengers = np.round(seats * rng.beta(8, 2, n)).astype(int)
+    fuel = np.round(burn * (air_time + 0.3 * taxi_out) * rng.uniform(0.95, 1.05, n), -1)
+    date = pd.Timestamp("2024-01-01") + pd.to_timedelta(rng.integers(0, 366, n), "D")
+    cancelled = rng.random(n) < 0.015
+    df = pd.DataFrame(
+        {
+            "flight_id": [f"F{random_state:03d}{i:06d}" for i in range(n)],
+            "date": date.strftime("%Y-%m-%d"),
+            "carrier": carrier,
+            "flight_number": flight_number,
+            "origin": origin,
+            "dest": dest,
+            "distance": distance,
+            "sched_dep_time": sched_dep,
+            "dep_delay": dep_delay.astype(float),
+            "arr_delay": arr_delay.astype(float),
+            "taxi_out": taxi_out.astype(float),
+            "air_time": air_time.astype(float),
+            "elapsed_time": elapsed.astype(float),
+            "aircraft": aircraft,
+            "seats": seats,
+            "passengers": passengers.astype(float),
+            "fuel_kg": fuel,
+            "cancelled": cancelled.astype(int),
+        }
+    )
+    flown = ["dep_delay", "arr_delay", "taxi_out", "air_time", "elapsed_time", "passengers", "fuel_kg"]
+    df.loc[cancelled, flown] = np.nan
+    kinds = kinds or FLIGHT_KINDS
+    rows = np.sort(rng.choice(np.flatnonzero(~cancelled), size=n_anomalies, replace=False))
+    records = []
+    for k, row in enumerate(rows):
+        kind = kinds[k % len(kinds)]
+        if kind == "distance_of_other_route":
+            far = [d for d in dests if abs(FLIGHT_DESTINATIONS[d] - distance[row]) >= 500]
+            df.loc[row, "distance"] = FLIGHT_DESTINATIONS[str(rng.choice(far))]
+            causes: tuple[str, ...] = ("distance",)
+        elif kind == "elapsed_below_air_time":
+            df.loc[row, "elapsed_time"] = float(air_time[row] - int(rng.integers(10, 41)))
+            causes = ("elapsed_time", "air_time")
+        elif kind == "arr_delay_sign_flipped":
+            delay = float(rng.integers(60, 240))
+            df.loc[row, ["dep_delay", "arr_delay"]] = [delay + float(rng.integers(0, 15)), -delay]
+            causes = ("arr_delay",)
+        elif kind == "passengers_over_seats":
+            df.loc[row, "passengers"] = float(seats[row] + int(rng.integers(20, 81)))
+            causes = ("passengers",)
+        elif kind == "seats_of_other_aircraft":
+            other = [s for s, _ in AIRCRAFT.values() if abs(s - seats[row]) >= 30]
+            df.loc[row, "seats"] = int(rng.choice(other))
+            causes = ("seats",)
+        elif kind == "aircraft_not_in_fleet":
+            df.loc[row, "aircraft"] = str(rng.choice([a for a in AIRCRAFT if a not in FLEETS[carrier[row]]]))
+            causes = ("aircraft",)
+        elif kind == "fuel_extra_digit":
+            df.loc[row, "fuel_kg"] = fuel[row] * 10
+            causes = ("fuel_kg",)
+        elif kind == "taxi_out_negative":
+            df.loc[row, "taxi_out"] = -float(rng.integers(5, 31))
+            causes = ("taxi_out",)
+        elif kind == "sched_dep_not_a_time":
+            if rng.random() < 0.5:
+                df.loc[row, "sched_dep_time"] = int(hour[row]) * 100 + int(rng.integers(60, 100))
+            else:
+                df.loc[row, "sched_dep_time"] = int(rng.integers(24, 30)) * 100 + 5 * int(rng.integers(0, 12))
+            causes = ("sched_dep_time",)
+        elif kind == "cancelled_with_values":
+            df.loc[row, "cancelled"] = 1
+            causes = ("cancelled",)
+        elif kind == "year_typo":
+            df.loc[row, "date"] = "2042" + df.loc[row, "date"][4:]
+            causes = ("date",)
+        elif kind == "air_time_in_hours":
+            df.loc[row, "air_time"] = round(float(air_time[row]) / 60, 1)
+            causes = ("air_time",)
+        else:
+            raise ValueError(f"unknown anomaly kind {kind!r}")
+        records.append({"row": int(row), "kind": kind, "causes": causes})
+    _knock_out(df, ["taxi_out", "passengers"], missing_rate, rng, set(rows.tolist()))
+    rare = np.setdiff1d(np.flatnonzero(cancelled | (dep_delay > 240)), rows)
+    return PlantedTable(df, pd.DataFrame(records, columns=["row", "kind", "causes"]), rare=rare)
+
+
+FAMILIES["flights"] = make_flights
