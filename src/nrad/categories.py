@@ -474,7 +474,9 @@ class Dependency:
         if not allow_sets:
             return None
         sets = _allowed_sets(present, binding)
-        if sets is None or not _holds(present, *sets, rows, binding, DEPENDENCY_LOOSE):
+        if sets is None or not _holds(
+            present, *sets, rows, binding, DEPENDENCY_LOOSE, _excluding(*sets, binding)
+        ):
             return None
         binding = binding & (rows >= DEPENDENCY_SET_MIN_ROWS)
         if binding.sum() < 2 or _excluded(present, *sets, rows, binding) < DEPENDENCY_MIN_MINORITY:
@@ -543,6 +545,16 @@ def _allowed_sets(
     return allowed, free
 
 
+def _excluding(allowed: sparse.csr_matrix, free: np.ndarray, binding: np.ndarray) -> np.ndarray:
+    """The binding key levels that exclude a value: those ``allowed`` (with the ``free`` values)
+    leaves some common value out of.  Only their rows could break the set dependency, so only
+    they are evidence that it holds: a level allowing every value has no exceptions whatever the
+    relation, and counting its rows made two charged-off loans in 204 of grade A (a rate of 1%,
+    not 0) look like a rule with two errors among 3,000 rows."""
+    kept = np.asarray(allowed[:, np.flatnonzero(~free)].sum(axis=1)).ravel()
+    return binding & (kept < int((~free).sum()))
+
+
 def _excluded(
     levels: sparse.csr_matrix,
     allowed: sparse.csr_matrix,
@@ -565,19 +577,21 @@ def _holds(
     rows: np.ndarray,
     binding: np.ndarray,
     level_off: float = DEPENDENCY_LEVEL_OFF,
+    excluding: np.ndarray | None = None,
 ) -> bool:
     """Whether the binding levels keep to ``allowed`` (or a ``free`` value) in all but the shares a
-    dependency allows (``DEPENDENCY_MAX_OFF`` pooled, ``level_off`` per level, the binomial test of
-    ``DEPENDENCY_LOOSE``), and the values tell something (``DEPENDENCY_MIN_MINORITY`` rows hold
-    another value than the most common one).  Rows at the pooled rare value (counted in ``rows``,
-    not in ``levels``) are exceptions."""
+    dependency allows (``level_off`` per level; ``DEPENDENCY_MAX_OFF`` pooled and the binomial
+    test of ``DEPENDENCY_LOOSE`` over the levels ``excluding`` a value, by default all), and the
+    values tell something (``DEPENDENCY_MIN_MINORITY`` binding rows hold another value than the
+    most common one).  Rows at the pooled rare value (counted in ``rows``, not in ``levels``) are
+    exceptions."""
     kept = np.asarray(levels.multiply(allowed).sum(axis=1)).ravel()
     kept += np.asarray(levels[:, np.flatnonzero(free)].sum(axis=1)).ravel()
-    off = (rows - kept)[binding]
-    n = rows[binding].sum()
-    if off.sum() > DEPENDENCY_MAX_OFF * n or (off > level_off * rows[binding]).any():
+    if ((rows - kept) > level_off * rows)[binding].any():
         return False
     totals = np.asarray(levels[binding].sum(axis=0)).ravel()
-    if n - totals.max() < DEPENDENCY_MIN_MINORITY:
+    if rows[binding].sum() - totals.max() < DEPENDENCY_MIN_MINORITY:
         return False
-    return bool(binom.cdf(off.sum(), n, DEPENDENCY_LOOSE) <= DEPENDENCY_LEVEL)
+    evidence = binding if excluding is None else excluding
+    off, n = (rows - kept)[evidence].sum(), rows[evidence].sum()
+    return bool(off <= DEPENDENCY_MAX_OFF * n and binom.cdf(off, n, DEPENDENCY_LOOSE) <= DEPENDENCY_LEVEL)
