@@ -40,7 +40,9 @@ def breaks(model: TableModel, table) -> tuple[list[str], np.ndarray]:  # noqa: A
     broken = np.zeros(len(table), dtype=bool)
     for dependency in found:
         broken |= dependency.broken(codes)
-    return [f"{names[d.key]} -> {names[d.value]}" for d in found], broken
+    # Features past the categorical columns are the numbers' indicators (whether each is at its spike).
+    name = lambda f: names[f] if f < len(names) else f"indicator {f - len(names)}"  # noqa: E731
+    return [f"{name(d.key)} -> {name(d.value)}" for d in found], broken
 
 
 def main() -> None:
