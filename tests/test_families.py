@@ -266,3 +266,9 @@ def test_flights_are_the_same_for_the_same_seed() -> None:
     a, b = make_flights(500, 12, random_state=3), make_flights(500, 12, random_state=3)
     assert a.frame.equals(b.frame) and a.truth.equals(b.truth)
     assert not a.frame.equals(make_flights(500, 12, random_state=4).frame)
+
+
+def test_flights_fly_the_same_routes_in_every_table() -> None:
+    a, b = make_flights(3000, 0, random_state=1).frame, make_flights(3000, 0, random_state=2).frame
+    both = pd.concat([a, b])
+    assert (both.groupby(["origin", "dest"])["distance"].nunique() == 1).all()

@@ -2212,6 +2212,9 @@ FLIGHT_DESTINATIONS = {
     "SLC": 1990, "SAN": 2446, "LAX": 2475, "SFO": 2586, "SEA": 2422, "PDX": 2454, "SJU": 1598,
     "BTV": 266,
 }  # fmt: skip
+#: The seed of what every table of flights shares: the routes' distances from LGA and EWR, the
+#: flight numbers.
+FLIGHT_WORLD = 2024
 #: Each carrier's fleet.
 FLEETS = {
     "AA": ("A321", "B738", "E175"),
@@ -2277,9 +2280,12 @@ def make_flights(
     dest = rng.choice(dests, size=n, p=dest_weights / dest_weights.sum())
     # a route's distance: the destination's from JFK, and a fixed few miles for the other airports
     airports = ("JFK", "LGA", "EWR")
-    shift = {(o, d): (0 if o == "JFK" else int(rng.integers(-25, 26))) for o in airports for d in dests}
+    # The routes' distances and flight numbers are the world's, the same in every table of the
+    # family (a table and its clean twin fly the same routes).
+    world = np.random.default_rng(FLIGHT_WORLD)
+    shift = {(o, d): (0 if o == "JFK" else int(world.integers(-25, 26))) for o in airports for d in dests}
     distance = np.array([FLIGHT_DESTINATIONS[d] + shift[(o, d)] for o, d in zip(origin, dest, strict=True)])
-    numbers = {(c, o, d): rng.integers(1, 3000, 3) for c in carriers for o in airports for d in dests}
+    numbers = {(c, o, d): world.integers(1, 3000, 3) for c in carriers for o in airports for d in dests}
     flight_number = np.array(
         [int(rng.choice(numbers[(c, o, d)])) for c, o, d in zip(carrier, origin, dest, strict=True)]
     )
