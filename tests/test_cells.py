@@ -160,6 +160,22 @@ def test_a_cap_that_few_rows_reach_is_a_wall_and_a_thin_top_is_not() -> None:
     assert np.isnan(Walls.fit(top[:, None], np.array([1.0])).high[0])
 
 
+def test_a_column_of_a_few_values_far_apart_on_its_lattice_has_no_wall_at_its_extremes() -> None:
+    """Routes' distances in whole miles: 30 values, the longest (2,586) held by 100 flights and 111
+    miles beyond the next, held by as many.  Nothing piles up there that would lie beyond; the
+    values do not fill their lattice, and a new route 13 miles longer is no impossible value.  A
+    full-time share of 1.0 that most rows hold, 0.2 beyond the next, is a cap: a wall."""
+    from nrad.cells import Walls
+
+    rng = np.random.default_rng(2)
+    miles = rng.choice(np.sort(rng.integers(180, 2480, 29)), 2900).astype(float)
+    distance = np.r_[miles, [2586.0] * 100]
+    fte = np.repeat([0.5, 0.6, 0.8, 1.0], [150, 150, 300, 2400])
+    walls = Walls.fit(np.column_stack([distance, fte]), np.array([1.0, 0.1]))
+    assert np.isnan(walls.high[0]) and walls.high[1] == 1.0
+    assert walls.beyond(np.array([[2599.0, 1.2]])).tolist() == [[False, True]]
+
+
 def test_new_rows_are_read_against_the_farthest_values_the_training_rows_held() -> None:
     """A count whose lower tail thins out fast (2 of 3,000 rows at 0, 44 at 1, 85 at 2) passes
     for a wall at 1, and in sample its two 0s stand beyond it; a model fitted on those rows, read
