@@ -176,6 +176,31 @@ def test_a_column_of_a_few_values_far_apart_on_its_lattice_has_no_wall_at_its_ex
     assert walls.beyond(np.array([[2599.0, 1.2]])).tolist() == [[False, True]]
 
 
+def test_times_of_day_written_hhmm_are_read_as_such_and_a_value_no_time_is_outside() -> None:
+    """Departures every 5 minutes from 05:00 to 23:55 written HHMM (1355, 1400): 1375 and 2575 lie
+    within the column's range and between its values, and are no time of day.  Numbers whose last
+    two digits stay below 60 by their step (multiples of 50) or their range (ages) are no clock,
+    nor is a column whose last two digits run to 99."""
+    from nrad.cells import Walls
+
+    rng = np.random.default_rng(5)
+    departure = (rng.integers(5, 24, 3000) * 100 + 5 * rng.integers(0, 12, 3000)).astype(float)
+    departure[:2] = [1375.0, 2575.0]  # two errors in the table: fewer than a thousandth of it
+    fifties = 50.0 * rng.integers(2, 48, 3000)
+    ages = rng.integers(18, 60, 3000).astype(float)
+    counts = rng.integers(0, 2400, 3000).astype(float)
+    # 0 in all but ten rows: the rows at 0 are one value, no evidence of a clock.
+    spiked = np.zeros(3000)
+    spiked[:10] = [149.0, 405.0, 444.0, 604.0, 611.0, 651.0, 1042.0, 1120.0, 1310.0, 2215.0]
+    walls = Walls.fit(np.column_stack([departure, fifties, ages, counts, spiked]), np.ones(5))
+    assert walls.clock is not None and walls.clock.tolist() == [True, False, False, False, False]
+    rows = np.array([[1375.0, 150.0, 18.0, 75.0, 0.0], [2575.0, 150.0, 18.0, 75.0, 0.0],
+                     [1355.0, 150.0, 18.0, 75.0, 0.0], [2400.0, 150.0, 18.0, 75.0, 0.0],
+                     [1359.5, 150.0, 18.0, 75.0, 0.0]])  # fmt: skip
+    assert walls.off_lattice(rows)[:, 0].tolist() == [True, True, False, False, True]
+    assert not walls.off_lattice(rows)[:, 1:].any()
+
+
 def test_new_rows_are_read_against_the_farthest_values_the_training_rows_held() -> None:
     """A count whose lower tail thins out fast (2 of 3,000 rows at 0, 44 at 1, 85 at 2) passes
     for a wall at 1, and in sample its two 0s stand beyond it; a model fitted on those rows, read

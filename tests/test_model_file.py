@@ -322,3 +322,33 @@ def test_tampered_bands_are_refused(tmp_path: Path) -> None:
         )
         with pytest.raises(ModelFileError, match="does not fit together"):
             load_model(bad)
+
+
+def test_a_clocks_time_that_is_none_is_flagged_named_and_kept_in_the_file_a_version_20_file_reads(
+    tmp_path: Path,
+) -> None:
+    """A departure written 1375 in a column of times written HHMM gets p-value 0 and the reason;
+    the model file keeps which columns are clocks; a file written before it reads none as one."""
+    from safetensors.numpy import load, save
+
+    rng = np.random.default_rng(8)
+    n = 2000
+    hour = rng.integers(5, 24, n)
+    table = pd.DataFrame(
+        {"departure": hour * 100 + 5 * rng.integers(0, 12, n), "delay": rng.exponential(10, n)}
+    )
+    model = fit_table(table, random_state=0, max_epochs=2)
+    row = pd.DataFrame({"departure": [1375], "delay": [5.0]})
+    got, _ = model.score(row, explain="all")
+    assert got.loc[0, "p_value"] == 0 and "no time of day" in got.loc[0, "reason"]
+    path = save_model(model, tmp_path / "m.nrad")
+    assert load_model(path).score(row, explain="none")[0].loc[0, "p_value"] == 0
+    members = _members(path)
+    manifest = json.loads(members[MANIFEST])
+    tensors = {k: v for k, v in load(members[TENSORS]).items() if k != "walls.clock"}
+    manifest["format_version"] = 20
+    manifest["tensors"] = {k: v for k, v in manifest["tensors"].items() if k in tensors}
+    old = _rewrite(
+        path, tmp_path / "v20.nrad", {MANIFEST: json.dumps(manifest).encode(), TENSORS: save(tensors)}
+    )
+    assert load_model(old).score(row, explain="none")[0].loc[0, "p_value"] > 0

@@ -114,6 +114,19 @@ ZERO_WALL_GAP = 0.25
 #: column of scores, 1.721 among 1 to 4; 2.5 children).  A column of more values is a measurement at
 #: a precision, and a value between its steps is a finer one.
 LATTICE_RULE_LEVELS = 20
+#: A column holds times of day written HHMM (a departure at 1359, the next minute 1400) when its
+#: values are whole, from 0 to 2400, their last two digits stay below 60 in all but ``BEYOND_WALL``
+#: of its rows, and were those digits any multiple of their step (every 5 minutes, every 15) its
+#: distinct values would reach 60 to 99 that rarely with chance at most ``WALL_LEVEL``: a value whose last
+#: two digits are 60 or more (1375) or past 2400 (2575) is no time of day, and lies within the
+#: column's range and between its values, where no tail sees it.  At least this many values ...
+CLOCK_MIN_ROWS = 50
+#: ... of at least this many distinct minutes (a half-hour timetable's 0 and 30 are too few to
+#: tell from codes that end so) ...
+CLOCK_MIN_MINUTES = 3
+#: ... over at least this many hours (a column of numbers below 100 ends below 60 by its range, and
+#: treatment codes 0 to 311 by their digits).
+CLOCK_MIN_HOURS = 6
 #: Pairs of lattice columns whose difference is searched for walls (a bound one column never passes
 #: given the other: a customer's years as a customer never above their age less 18): at most this
 #: many lattice columns (the pairs grow as their square) ...
@@ -589,6 +602,9 @@ class Walls:
     #: Per feature, a value on its lattice when it holds no value off it (NaN: none; the lattice's
     #: spacing is twice ``half_step``).
     lattice_base: np.ndarray | None = None
+    #: Per feature, whether its values are times of day written HHMM (see ``CLOCK_MIN_ROWS``; None:
+    #: none is).
+    clock: np.ndarray | None = None
     #: The walls that new rows are read against (:meth:`for_new_rows`): per feature and per pair,
     #: the farthest training value at or beyond each wall (None: the walls themselves).
     seen_low: np.ndarray | None = None
@@ -619,10 +635,11 @@ class Walls:
             lattice_low, high[j] = _lattice_walls(x, zero_is_a_wall=True, spacing=float(spacing[j]))
             low[j] = lattice_low if np.isfinite(lattice_low) else low[j]
         half = np.asarray(spacing, dtype=np.float64) / 2.0
+        clock = np.array([_is_clock(values[:, j][np.isfinite(values[:, j])]) for j in range(p)], dtype=bool)
         pairs, pair_low, pair_high, pair_half = _pair_walls(values, spacing)
         diff = values[:, pairs[:, 0]] - values[:, pairs[:, 1]]
         return cls(
-            low, high, half, pairs, pair_low, pair_high, pair_half, lattice_base=base,
+            low, high, half, pairs, pair_low, pair_high, pair_half, lattice_base=base, clock=clock,
             seen_low=_farthest(low, values, -1), seen_high=_farthest(high, values, 1),
             pair_seen_low=_farthest(pair_low, diff, -1), pair_seen_high=_farthest(pair_high, diff, 1),
         )  # fmt: skip
@@ -664,6 +681,8 @@ class Walls:
     def off_lattice(self, values: np.ndarray) -> np.ndarray:
         """(n, p) True where a value lies off its column's lattice (see ``LATTICE_RULE_LEVELS``)."""
         out = np.zeros(values.shape, dtype=bool)
+        for j in np.flatnonzero(self.clock if self.clock is not None else []):
+            out[:, j] = off_clock(values[:, j])
         if self.lattice_base is None:
             return out
         for j in np.flatnonzero(np.isfinite(self.lattice_base) & (self.half_step > 0)):
@@ -691,6 +710,8 @@ class Walls:
             f"{prefix}pair_half_step": _or_empty(self.pair_half_step),
             f"{prefix}lattice_base": np.full(len(self.low), np.nan) if self.lattice_base is None
             else self.lattice_base,
+            f"{prefix}clock": np.zeros(len(self.low)) if self.clock is None
+            else self.clock.astype(np.float64),
             **{f"{prefix}{name}": _or_empty(getattr(new, wall)) for name, wall in _SEEN.items()},
         }  # fmt: skip
 
@@ -715,7 +736,12 @@ class Walls:
         base = np.full(p, np.nan) if base is None else np.asarray(base, dtype=np.float64).reshape(-1)
         if len(base) != p:
             raise ValueError(f"walls must have one lattice base per numeric feature ({p})")
-        walls = cls(*got, pairs, *sides, lattice_base=base)
+        # Files of format version 20 and before hold no clocks: no column is read as one.
+        clock = arrays.get(f"{prefix}clock")
+        clock = np.zeros(p, dtype=bool) if clock is None else np.asarray(clock).reshape(-1) != 0
+        if len(clock) != p:
+            raise ValueError(f"walls must say of each numeric feature ({p}) whether it is a clock")
+        walls = cls(*got, pairs, *sides, lattice_base=base, clock=clock)
         # Files of format version 17 and before hold no seen values: new rows read the walls.
         if f"{prefix}seen_low" not in arrays:
             return walls
@@ -750,6 +776,39 @@ def _farthest(walls: np.ndarray, values: np.ndarray, side: int) -> np.ndarray:
     extreme = side * np.max(np.where(finite, side * values, -np.inf), axis=0)
     farther = np.isfinite(extreme) & (side * (extreme - walls) > 0)
     return np.where(farther, extreme, walls)
+
+
+def _is_clock(x: np.ndarray) -> bool:
+    """Whether the finite values ``x`` are times of day written HHMM (see ``CLOCK_MIN_ROWS``)."""
+    if len(x) < CLOCK_MIN_ROWS:
+        return False
+    off = off_clock(x)
+    if off.sum() > BEYOND_WALL * len(x):
+        return False
+    on = np.round(x[~off])
+    minutes, hours = (on % 100).astype(np.int64), on // 100
+    if len(np.unique(minutes)) < CLOCK_MIN_MINUTES or len(np.unique(hours)) < CLOCK_MIN_HOURS:
+        return False
+    # The minutes' steps (5: at 0, 5, ..., 55); were the last two digits any multiple of it, this
+    # share of them would lie at 60 to 99.  Counted over distinct values: rows repeating one value
+    # are no more evidence than it (a column 0 in 2,990 of 3,000 rows and ten values else).
+    step = int(np.gcd.reduce(minutes))
+    share = float(np.mean(np.arange(0, 100, step) >= 60))
+    distinct = np.unique(np.round(x))
+    from scipy.stats import binom
+
+    below = binom.cdf(int(off_clock(distinct).sum()), len(distinct), share)
+    return share > 0 and bool(below <= WALL_LEVEL)
+
+
+def off_clock(x: np.ndarray) -> np.ndarray:
+    """True where a value is no time of day written HHMM (its last two digits 60 or more, past
+    2400, negative or not whole; NaN: False).  Values in the table's units carry the rounding of
+    their transforms (1355.0000000000002): whole to a millionth."""
+    whole = np.round(x)
+    with np.errstate(invalid="ignore"):
+        fraction = np.abs(x - whole) > 1e-6 * np.maximum(np.abs(x), 1.0)
+        return np.isfinite(x) & ((whole % 100 >= 60) | (whole > 2400) | (whole < 0) | fraction)
 
 
 def _lattice_base(x: np.ndarray, spacing: float) -> float:

@@ -41,6 +41,9 @@ from nrad.preprocess import TableSchema
 from nrad.table import MAX_CELL_FEATURES, TableModel
 
 FORMAT = "nrad-model"
+#: Version 21: the walls say which numeric columns hold times of day written HHMM (``clock``): a
+#: value no such time is outside the column's support; a file of version 9 to 20 still reads, and
+#: reads no column as one.
 #: Version 20: a datetime column after another is read as the time since it (the schema's ``after``
 #: and ``after_unit``); a file of version 9 to 19 reads each datetime by its hour and weekday alone.
 #: Version 19: the fusion names each of its reference rows once, as (fold, row) pairs
@@ -79,8 +82,8 @@ FORMAT = "nrad-model"
 #: each cell tested by its residual and by its value in context), lattice walls, the robust
 #: Gaussian's sparse columns (p-values of earlier versions were calibrated differently: those
 #: files must be refitted).
-FORMAT_VERSION = 20
-READS_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20)
+FORMAT_VERSION = 21
+READS_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21)
 MANIFEST, TENSORS = "manifest.json", "tensors.safetensors"
 MAX_MANIFEST_BYTES = 16 * 2**20
 MAX_TENSOR_BYTES = 2 * 2**30

@@ -120,6 +120,9 @@ class _Rules:
         walls = self.walls
         if walls is None or self.off is None or not self.off[i, j]:
             return None
+        if walls.clock is not None and walls.clock[j]:
+            value = number(self.values[i, j])
+            return f"{self._name(j)} {value} (no time of day: this column writes times HHMM, 0 to 2400)"
         step, base = 2.0 * float(walls.half_step[j]), float(walls.lattice_base[j])  # type: ignore[index]
         # The values in the table's units carry rounding of their transforms (2.0000000000000004):
         # read with the lattice's own tolerance.
