@@ -79,3 +79,36 @@ def test_the_table_model_fits_and_scores_on_one_blas_thread(
     assert set(_blas_threads()) == {2}
     model.score(frame, fdr=0.1)
     assert set(_blas_threads()) == {2}
+
+
+def test_torch_runs_on_one_thread_where_the_work_is_one_piece_and_in_the_source_influences(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The flows' narrow ops on two intra-op threads wait for a core beside a busy process: a
+    single chunk scored inline, and the sources' influences after training, run on one torch
+    thread, and the count is restored after."""
+    import pandas as pd
+    import torch
+
+    import nrad.nrde as nrde
+    from nrad.threads import run_chunks
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        seen = run_chunks([torch.zeros(3)], lambda chunk: torch.tensor([torch.get_num_threads()]))
+        assert seen[0].item() == 1 and torch.get_num_threads() == 2
+        counts: list[int] = []
+        original = nrde.source_influence
+
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            counts.append(torch.get_num_threads())
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(nrde, "source_influence", spy)
+        rng = np.random.default_rng(0)
+        frame = pd.DataFrame({"a": rng.normal(size=200), "b": rng.normal(size=200)})
+        nrde.NRDE(max_epochs=2, random_state=0).fit(frame.to_numpy())
+        assert counts == [1] and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

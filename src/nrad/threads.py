@@ -54,11 +54,15 @@ def torch_thread_pool(name: str, tasks: int | None = None) -> Iterator[ThreadPoo
     """A pool of ``min(torch's thread count, tasks)`` threads, torch on one thread meanwhile.
 
     Yields None when that is one thread or fewer: the caller then runs the
-    work inline, the same way (a row's score never depends on the pool).
+    work inline, the same way, torch on one thread still (a row's score never
+    depends on the pool).
     """
     n = torch.get_num_threads() if tasks is None else min(torch.get_num_threads(), tasks)
     if n <= 1:
-        yield None
+        # One task runs inline, and on one torch thread too: a 300-row table's one chunk, its ops
+        # split over two threads, took 2.2 s beside a busy process where one thread takes 0.03 s.
+        with one_torch_thread():
+            yield None
         return
     with one_torch_thread(), ThreadPoolExecutor(n, thread_name_prefix=name) as pool:
         yield pool
