@@ -471,15 +471,16 @@ def test_a_date_a_decade_off_is_flagged_in_the_table_it_is_in_but_not_in_new_row
     assert not model.score(later, fdr=0.1)[0]["p_value"].eq(0.0).any()
 
 
-def test_a_value_off_its_relation_is_read_off_it_though_ordinary_in_its_context() -> None:
-    """A flight's distance is its route's, and its air time follows it; a distance of another
-    route is a distance the table holds (ordinary among all distances and 2 to 3 sd in its
-    context) and far off what the air time gives.  Its residual is read off that relation, not
-    capped by its value in context: both such rows of a table scored against its clean twin are
-    flagged and named by their distance."""
+def test_a_value_ten_times_what_its_relation_gives_is_read_off_it_though_ordinary_in_its_context() -> None:
+    """Fuel burned is the aircraft's rate times the air time; a flight's fuel written ten times
+    over is what the long flights of wide bodies burn (ordinary among all fuels, 4 to 5 sd in its
+    context), and far off what its air time and seats give: its residual is read off that relation,
+    not capped by its value in context, and stands well apart from every clean row's."""
     table = make_flights(3000, 20, random_state=1000)
-    model = fit_table(make_flights(3000, 0, random_state=2000).frame, random_state=0)
-    out, _ = model.score(table.frame, fdr=0.1, explain="flagged")
-    rows = table.truth.loc[table.truth["kind"] == "distance_of_other_route", "row"].to_numpy()
-    assert len(rows) == 2 and out["flagged"].iloc[rows].all()
-    assert all(named.startswith("distance") for named in out["top_features"].iloc[rows])
+    model = fit_table(make_flights(3000, 0, random_state=2000).frame, random_state=0, max_epochs=1)
+    residuals = model.cell_residuals(model.prepare(table.frame))
+    fuel = model.schema.numeric_names.index("fuel_kg")
+    planted = table.truth.loc[table.truth["kind"] == "fuel_extra_digit", "row"].to_numpy()
+    clean = np.setdiff1d(np.arange(len(table.frame)), table.truth["row"])
+    assert len(planted) == 2
+    assert np.abs(residuals[planted, fuel]).min() > 2 * np.nanmax(np.abs(residuals[clean, fuel]))
