@@ -11,7 +11,6 @@ import pytest
 from nrad.errors import NradError
 from nrad.flags import FlagRule
 from nrad.results import RESULT_COLUMNS
-from nrad.synthetic import make_flights
 from nrad.table import (
     CROSS_FIT_FOLDS,
     FOLD_BANDS,
@@ -469,18 +468,3 @@ def test_a_date_a_decade_off_is_flagged_in_the_table_it_is_in_but_not_in_new_row
     # New rows may come from other years: a model fitted on these months reads 2014 and 2026 by weekday.
     later = df.iloc[:20].assign(when=["2014-03-20", "2026-07-15"] * 10)
     assert not model.score(later, fdr=0.1)[0]["p_value"].eq(0.0).any()
-
-
-def test_a_value_ten_times_what_its_relation_gives_is_read_off_it_though_ordinary_in_its_context() -> None:
-    """Fuel burned is the aircraft's rate times the air time; a flight's fuel written ten times
-    over is what the long flights of wide bodies burn (ordinary among all fuels, 4 to 5 sd in its
-    context), and far off what its air time and seats give: its residual is read off that relation,
-    not capped by its value in context, and stands well apart from every clean row's."""
-    table = make_flights(3000, 20, random_state=1000)
-    model = fit_table(make_flights(3000, 0, random_state=2000).frame, random_state=0, max_epochs=1)
-    residuals = model.cell_residuals(model.prepare(table.frame))
-    fuel = model.schema.numeric_names.index("fuel_kg")
-    planted = table.truth.loc[table.truth["kind"] == "fuel_extra_digit", "row"].to_numpy()
-    clean = np.setdiff1d(np.arange(len(table.frame)), table.truth["row"])
-    assert len(planted) == 2
-    assert np.abs(residuals[planted, fuel]).min() > 2 * np.nanmax(np.abs(residuals[clean, fuel]))

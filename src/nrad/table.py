@@ -340,43 +340,26 @@ class TableModel:
         count only where the column has a relation in them (:meth:`nrad.gaussian.Relations.holds`):
         in one without, the residual is the column's value alone (an amount set by its merchant,
         read as shaped, is where it lies in the whole column, and 8 times a cheap merchant's usual
-        amount is ordinary there), which the cell's column test already reads.  ``z`` counts
-        where it holds a relation, where no reading does (a column related to nothing is read in
-        its context), and in rows with another cell beyond its bound (below).  ``y``: the numbers
-        judged, if not ``prep.y`` (the training rows' dequantized values).
+        amount is ordinary there), which the cell's column test already reads.  ``z`` always
+        counts: a column related to nothing is read in its context.  ``y``: the numbers judged,
+        if not ``prep.y`` (the training rows' dequantized values).
         """
         y = prep.y if y is None else y
         if not self.relations:
             return np.full(y.shape, np.nan)
-        read = []
-        for relations in self.relations:
-            u = relations.standardize(self.reading(relations.reading, y, prep.codes, folds is None))
-            counts = relations.reading == "z" or relations.holds.any()
-            t = self.per_fold(relations.gaussians, relations.residuals, u, folds) if counts else None
-            read.append((relations, u, t))
-        # Each reading counts where it holds a relation of the column.  z, each value read in its
-        # context, counts also where no reading holds one (a column related to nothing is read
-        # there) and in a row with another cell beyond its bound in a reading without context:
-        # a wild predictor (a byte count of 4e9) moves the others' predictions (a port then looks
-        # off its usual value) while in its context the port is ordinary.  Only there: counted in
-        # every row, the value in its context capped every relation's residual, and fuel burned
-        # ten times over (a relation of air time and aircraft, 18 sd off it) read 4.7 sd.
-        contextless = [(r, u) for r, u, _ in read if r.reading != "z"]
-        related = np.zeros(y.shape[1], dtype=bool)
-        wild = np.zeros(y.shape, dtype=bool)
-        for relations, u in contextless:
-            related |= relations.holds
-            with np.errstate(invalid="ignore"):
-                wild |= np.abs(u) > relations.bound
-        others_wild = wild.sum(axis=1, keepdims=True) - wild > 0
+        # The readings without context count only where they hold a relation of the column; z,
+        # each value read in its context, always: a column related to nothing is read there, and
+        # a column related in one reading only is not blamed there for a wild predictor (a byte
+        # count of 4e9 predicting a port off its usual value) while in its context it is ordinary.
+        every = np.ones(y.shape[1], dtype=bool)
+        held = [every if relations.reading == "z" else relations.holds for relations in self.relations]
         smallest = np.full(y.shape, np.inf)
-        for relations, _, t in read:
-            if t is None:
+        for relations, kept in zip(self.relations, held, strict=True):
+            if not kept.any():
                 continue
-            kept = np.broadcast_to(relations.holds[None, :], y.shape)
-            if relations.reading == "z":
-                kept = kept | ~related[None, :] | others_wild
-            closer = kept & ~(np.abs(t) >= np.abs(smallest))
+            u = relations.standardize(self.reading(relations.reading, y, prep.codes, folds is None))
+            t = self.per_fold(relations.gaussians, relations.residuals, u, folds)
+            closer = kept[None, :] & ~(np.abs(t) >= np.abs(smallest))
             smallest = np.where(closer, t, smallest)
         return smallest
 
