@@ -160,22 +160,6 @@ def test_a_cap_that_few_rows_reach_is_a_wall_and_a_thin_top_is_not() -> None:
     assert np.isnan(Walls.fit(top[:, None], np.array([1.0])).high[0])
 
 
-def test_a_column_of_a_few_values_far_apart_on_its_lattice_has_no_wall_at_its_extremes() -> None:
-    """Routes' distances in whole miles: 30 values, the longest (2,586) held by 100 flights and 111
-    miles beyond the next, held by as many.  Nothing piles up there that would lie beyond; the
-    values do not fill their lattice, and a new route 13 miles longer is no impossible value.  A
-    full-time share of 1.0 that most rows hold, 0.2 beyond the next, is a cap: a wall."""
-    from nrad.cells import Walls
-
-    rng = np.random.default_rng(2)
-    miles = rng.choice(np.sort(rng.integers(180, 2480, 29)), 2900).astype(float)
-    distance = np.r_[miles, [2586.0] * 100]
-    fte = np.repeat([0.5, 0.6, 0.8, 1.0], [150, 150, 300, 2400])
-    walls = Walls.fit(np.column_stack([distance, fte]), np.array([1.0, 0.1]))
-    assert np.isnan(walls.high[0]) and walls.high[1] == 1.0
-    assert walls.beyond(np.array([[2599.0, 1.2]])).tolist() == [[False, True]]
-
-
 def test_times_of_day_written_hhmm_are_read_as_such_and_a_value_no_time_is_outside() -> None:
     """Departures every 5 minutes from 05:00 to 23:55 written HHMM (1355, 1400): 1375 and 2575 lie
     within the column's range and between its values, and are no time of day.  Numbers whose last

@@ -81,13 +81,6 @@ WALL_MIN_ROWS = 10
 #: out: a binomial's rare 3 of 5, which a 4 follows now and then, is no wall); a count's 0 is a
 #: wall whatever the next (counts are never negative) ...
 WALL_RATIO = 0.5
-#: ... and the next value inward lies within this many of the lattice's steps, unless the value
-#: is a cap (see ``CAP_RATIO``: a full-time share of 1 that most rows hold): the values fill their
-#: lattice up to the wall, as counts and ratings do.  A column of a few values far apart on it (a
-#: route's distance in whole miles, the longest 111 miles beyond the next and held by as many
-#: flights) has no next value out to thin out to; its extreme bounds what the table holds, not
-#: what the column can, and a new route 13 miles longer was called impossible (p = 0) ...
-WALL_NEIGHBOUR_STEPS = 2
 #: ... as long as at most this share of its values lie beyond it (a table fitted on itself holds
 #: its errors): a value beyond the wall (a negative count) is outside the column's support ...
 BEYOND_WALL = 0.001
@@ -632,7 +625,7 @@ class Walls:
                 low[j] = 0.0
             if not spacing[j] > 0:
                 continue
-            lattice_low, high[j] = _lattice_walls(x, zero_is_a_wall=True, spacing=float(spacing[j]))
+            lattice_low, high[j] = _lattice_walls(x, zero_is_a_wall=True)
             low[j] = lattice_low if np.isfinite(lattice_low) else low[j]
         half = np.asarray(spacing, dtype=np.float64) / 2.0
         clock = np.array([_is_clock(values[:, j][np.isfinite(values[:, j])]) for j in range(p)], dtype=bool)
@@ -831,20 +824,14 @@ def _lattice_base(x: np.ndarray, spacing: float) -> float:
 
 
 def _lattice_walls(
-    x: np.ndarray,
-    zero_is_a_wall: bool,
-    ratio: float = WALL_RATIO,
-    sharp: float | None = None,
-    spacing: float | None = None,
+    x: np.ndarray, zero_is_a_wall: bool, ratio: float = WALL_RATIO, sharp: float | None = None
 ) -> tuple[float, float]:
     """(low, high) walls of lattice values ``x`` (NaN: none): see ``WALL_SHARE`` and the next
     constants.  ``zero_is_a_wall``: a pile at 0 (a count's) is a lower wall whatever its size
     against the next value, and needs no ``WALL_MIN_ROWS``.  ``ratio``: a wall holds at least
     this share of the next value's count.  ``sharp``: a value is a wall without that share too
     where so few rows lie beyond it that thinning out as the values do up to it would leave
-    that few with at most this chance (:func:`_none_beyond` at this level).  ``spacing``: the
-    lattice's; given, a wall also needs the next value inward within ``WALL_NEIGHBOUR_STEPS`` of
-    its steps (see there)."""
+    that few with at most this chance (:func:`_none_beyond` at this level)."""
     levels, counts = np.unique(x, return_counts=True)
     allowed = BEYOND_WALL * len(x)
     below, above = np.cumsum(counts) - counts, np.cumsum(counts[::-1])[::-1] - counts
@@ -855,18 +842,13 @@ def _lattice_walls(
     # A cap piles up what lies beyond it at itself: more rows than the next values inward hold, by
     # more than chance, is a pile whatever its share (16 of 3,000 scores at 100; 3, 1 and 7 at 97
     # to 99).
-    capped_up = (counts >= WALL_MIN_ROWS) & _capped(counts, _inward_mean(counts, 1))
-    capped_down = (counts >= WALL_MIN_ROWS) & _capped(counts, _inward_mean(counts, -1))
-    piled_up, piled_down = piled | capped_up, piled | capped_down
+    piled_up = piled | (counts >= WALL_MIN_ROWS) & _capped(counts, _inward_mean(counts, 1))
+    piled_down = piled | (counts >= WALL_MIN_ROWS) & _capped(counts, _inward_mean(counts, -1))
     edge_up = (counts >= ratio * inner_up) & _none_beyond(counts, inner_up, below)
     edge_down = (counts >= ratio * inner_down) & _none_beyond(counts, inner_down, above)
     if sharp is not None:
         edge_up |= _none_beyond(counts, inner_up, below, sharp)
         edge_down |= _none_beyond(counts, inner_down, above, sharp)
-    if spacing is not None and spacing > 0:
-        reach = WALL_NEIGHBOUR_STEPS * spacing * (1 + 1e-9)
-        edge_up &= np.r_[np.diff(levels) <= reach, True] | capped_up
-        edge_down &= np.r_[True, np.diff(levels) <= reach] | capped_down
     lows = np.flatnonzero(piled_up & (below <= allowed) & (edge_up | zero))
     highs = np.flatnonzero(piled_down & (above <= allowed) & edge_down)
     low = float(levels[lows[0]]) if len(lows) else np.nan
