@@ -48,12 +48,9 @@ def read_table(path: str | Path) -> Any:
     path = _existing(path)
     if _is_parquet(path):
         return _read_parquet(path)
-    delimiter = csv_delimiter(path)
-    grouped = grouped_thousands(path, delimiter)
+    options, grouped = _csv_options(path)
     with _csv_errors(path):
-        df = pd.read_csv(
-            path, sep=delimiter, encoding="utf-8", low_memory=False, dtype=dict.fromkeys(grouped, str)
-        )
+        df = pd.read_csv(path, **options)
     return _ungroup(df, grouped)
 
 
@@ -71,20 +68,26 @@ def iter_table(path: str | Path, batch_rows: int) -> Iterator[Any]:
         for part in parquet_files(path):
             yield from _iter_parquet(part, batch_rows)
         return
-    delimiter = csv_delimiter(path)
-    grouped = grouped_thousands(path, delimiter)
+    options, grouped = _csv_options(path)
     with _csv_errors(path):
-        reader = pd.read_csv(
-            path,
-            sep=delimiter,
-            encoding="utf-8",
-            chunksize=batch_rows,
-            low_memory=False,
-            dtype=dict.fromkeys(grouped, str),
-        )
+        reader = pd.read_csv(path, chunksize=batch_rows, **options)
         with reader:
             for chunk in reader:
                 yield _ungroup(chunk, grouped)
+
+
+def _csv_options(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """How pandas reads the CSV ``path`` (its delimiter, UTF-8, the columns of thousands grouped by
+    points as text), and those columns, for :func:`_ungroup`."""
+    delimiter = csv_delimiter(path)
+    grouped = grouped_thousands(path, delimiter)
+    options = {
+        "sep": delimiter,
+        "encoding": "utf-8",
+        "low_memory": False,
+        "dtype": dict.fromkeys(grouped, str),
+    }
+    return options, grouped
 
 
 #: Rows of a CSV read to decide how it writes its numbers (:func:`grouped_thousands`).
