@@ -58,6 +58,7 @@ IDS = {
     "exams": "student_id",
     "loans": "loan_id",
     "flights": "flight_id",
+    "weather": "obs_id",
 }
 #: The four kinds the issue describes: an impossible age, a 30x amount, a 40x quantity, a broken relation.
 ISSUE_KINDS = ("impossible_age", "huge_amount", "huge_quantity", "age_balance")

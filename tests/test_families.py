@@ -17,12 +17,14 @@ from nrad.synthetic import (
     LOAN_KINDS,
     TAXI_ZONES,
     TRIP_KINDS,
+    WEATHER_KINDS,
     make_employees,
     make_exam_results,
     make_flights,
     make_loan_applications,
     make_network_flows,
     make_taxi_trips,
+    make_weather,
 )
 
 
@@ -272,3 +274,48 @@ def test_flights_fly_the_same_routes_in_every_table() -> None:
     a, b = make_flights(3000, 0, random_state=1).frame, make_flights(3000, 0, random_state=2).frame
     both = pd.concat([a, b])
     assert (both.groupby(["origin", "dest"])["distance"].nunique() == 1).all()
+
+
+def test_weather_keeps_its_relations_except_where_planted() -> None:
+    table = make_weather(3000, 36, random_state=5)
+    df, truth = table.frame, table.truth
+    planted = table.labels.astype(bool)
+    clean = df[~planted]
+    assert (clean.groupby("station")[["elevation_m", "climate"]].nunique() == 1).all().all()
+    assert (clean["temp_min_c"] <= clean["temp_max_c"]).all()
+    assert clean["temp_mean_c"].between(clean["temp_min_c"] - 1.5, clean["temp_max_c"] + 1.5).all()
+    assert (clean["humidity_pct"].dropna() <= 100).all() and (clean["humidity_pct"] == 100).mean() > 0.05
+    gusts = clean["wind_gust_kmh"].notna()
+    assert (clean.loc[gusts, "wind_gust_kmh"] > clean.loc[gusts, "wind_speed_kmh"]).all()
+    assert (clean.loc[clean["snow_cm"] > 0, "temp_max_c"] < 1.5).all() and (clean["snow_cm"] > 0).any()
+    assert (clean["precip_mm"] == 0).mean() > 0.5 and clean["sunshine_h"].isna().any()
+    assert clean["date"].str[:4].isin(["2023", "2024"]).all()
+    assert set(truth["kind"]) == set(WEATHER_KINDS)
+    station_of = clean.groupby("station")["elevation_m"].first()
+    for kind, broken in (
+        ("min_above_max", lambda row: row["temp_min_c"] > row["temp_max_c"]),
+        ("fahrenheit_max", lambda row: row["temp_max_c"] > row["temp_mean_c"] + 10),
+        ("humidity_over_100", lambda row: row["humidity_pct"] > 100),
+        ("gust_below_speed", lambda row: row["wind_gust_kmh"] < row["wind_speed_kmh"]),
+        ("snow_in_heat", lambda row: row["snow_cm"] > 0 and row["temp_max_c"] > 20),
+        ("sea_level_pressure", lambda row: row["elevation_m"] >= 60 and row["pressure_hpa"] > 990),
+        ("precip_in_hundredths", lambda row: row["precip_mm"] >= 10),
+        ("elevation_typo", lambda row: row["elevation_m"] != station_of[row["station"]]),
+        ("sentinel_minus_99", lambda row: row["temp_min_c"] == -99),
+        ("sunshine_over_day_length", lambda row: row["sunshine_h"] >= 18 and row["date"][5:7] in ("11", "12", "01", "02")),
+        ("mean_outside_range", lambda row: row["temp_mean_c"] > row["temp_max_c"] + 2.5),
+        ("date_in_future", lambda row: row["date"].startswith("2031")),
+    ):
+        rows = truth.loc[truth["kind"] == kind, "row"]
+        assert len(rows) and all(broken(df.loc[r]) for r in rows), kind
+    # storms, heat waves and snow days are rare and not planted
+    assert len(table.rare) and not planted[table.rare].any()
+
+
+def test_weather_is_the_same_for_the_same_seed_and_the_stations_in_every_table() -> None:
+    a, b = make_weather(500, 12, random_state=3), make_weather(500, 12, random_state=3)
+    assert a.frame.equals(b.frame) and a.truth.equals(b.truth)
+    other = make_weather(3000, 0, random_state=4).frame
+    assert not a.frame.equals(other)
+    both = pd.concat([make_weather(3000, 0, random_state=3).frame, other])
+    assert (both.groupby("station")["elevation_m"].nunique() == 1).all()
