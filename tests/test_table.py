@@ -468,3 +468,26 @@ def test_a_date_a_decade_off_is_flagged_in_the_table_it_is_in_but_not_in_new_row
     # New rows may come from other years: a model fitted on these months reads 2014 and 2026 by weekday.
     later = df.iloc[:20].assign(when=["2014-03-20", "2026-07-15"] * 10)
     assert not model.score(later, fdr=0.1)[0]["p_value"].eq(0.0).any()
+
+
+def test_a_date_far_from_the_training_dates_and_from_the_other_rows_scored_is_flagged() -> None:
+    """New rows are read against their own table's dates as well: one year typed 2031 among 200 rows
+    of 2024 is outside; a table of the next year's dates, all of them later than training, is not,
+    and neither is the typo among fewer rows than say what their own dates are."""
+    df = frame(600, 3)
+    df["when"] = (pd.Timestamp("2024-03-01") + pd.to_timedelta(np.arange(600) % 60, "D")).strftime("%Y-%m-%d")
+    model = fit_table(df, id_column="id", random_state=0, max_epochs=5)
+    new = frame(200, 4).assign(when=df["when"].iloc[:200].to_numpy())
+    new.loc[9, "when"] = "2031-03-20"
+    scored, _ = model.score(new, fdr=0.1, explain="flagged")
+    assert scored.loc[9, "p_value"] == 0.0 and scored.loc[9, "flagged"]
+    assert scored.loc[9, "reason"] == (
+        "when 2031-03-20 (far from the dates this column holds, 2024-03-01 to 2024-04-29, "
+        "and from those of the other rows scored)"
+    ), scored.loc[9, "reason"]
+    assert (scored.drop(index=9)["p_value"] > 0).all()
+    later = pd.Timestamp("2025-06-01") + pd.to_timedelta(np.arange(200) % 90, "D")
+    next_year = new.assign(when=later.strftime("%Y-%m-%d"))
+    next_year.loc[9, "when"] = "2025-08-20"
+    assert (model.score(next_year, fdr=0.1)[0]["p_value"] > 0).all()
+    assert (model.score(new.iloc[:60], fdr=0.1)[0]["p_value"] > 0).all()

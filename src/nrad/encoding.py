@@ -45,6 +45,9 @@ class Prepared:
     #: (n, q) True where a datetime's date lies outside the support a table fitted on itself reads
     #: its own rows against (:func:`nrad.preprocess.dates_outside`); None: none.
     far_dates: np.ndarray | None = None
+    #: (n, q) the same for new rows, read against the training dates and their own table's
+    #: (:func:`nrad.preprocess.dates_outside` with ``among``); None: none.
+    apart_dates: np.ndarray | None = None
 
     @property
     def own_codes(self) -> np.ndarray:
@@ -54,8 +57,9 @@ class Prepared:
         trained = None if self.trained_codes is None else self.trained_codes[rows]
         positions = np.arange(len(self.y))[rows] if self.positions is None else self.positions[rows]
         far = None if self.far_dates is None else self.far_dates[rows]
+        apart = None if self.apart_dates is None else self.apart_dates[rows]
         return Prepared(
-            self.y[rows], self.codes[rows], self.counts, self.missing[rows], trained, positions, far
+            self.y[rows], self.codes[rows], self.counts, self.missing[rows], trained, positions, far, apart
         )
 
 
@@ -87,9 +91,10 @@ def indicator_codes(schema: TableSchema, enc: Any) -> np.ndarray:
     return out
 
 
-def far_dates(enc: Any, width: int) -> np.ndarray | None:
-    """(n, width) the encoded rows' ``far_dates`` beside their codes and indicators (None: none)."""
-    far = getattr(enc, "far_dates", None)
+def far_dates(enc: Any, width: int, name: str = "far_dates") -> np.ndarray | None:
+    """(n, width) the encoded rows' ``far_dates`` (or ``name``: ``apart_dates``) beside their codes
+    and indicators (None: none)."""
+    far = getattr(enc, name, None)
     if far is None or not far.any():
         return None
     return np.hstack([far, np.zeros((len(far), width - far.shape[1]), dtype=bool)])

@@ -526,7 +526,8 @@ def row_p_values(
             categories[:, : level_broken.shape[1]][level_broken] = -np.inf
         # A date outside its column's support (a year typed a century off, a system's zero date)
         # stands beyond a wall, as a number beyond its column's does (nrad.preprocess.date_bounds).
-        categories[outside_dates(model, prep.codes, prep.far_dates if folds is not None else None)] = -np.inf
+        far = prep.far_dates if folds is not None else prep.apart_dates
+        categories[outside_dates(model, prep.codes, far)] = -np.inf
         # A value that its key's level does not give (a sensor at another site) breaks a dependency
         # the table is built on, as a row breaks an identity (nrad.categories.Dependency).
         for dependency, broken in dependency_breaks(model.dependencies(new_rows=folds is None), prep.codes):

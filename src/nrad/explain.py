@@ -42,7 +42,7 @@ import pandas as pd
 
 from nrad.encoding import PRESENT, SPIKE, Prepared, as_pandas
 from nrad.evidence import outside_dates, row_p_values
-from nrad.preprocess import date_bounds
+from nrad.preprocess import date_bounds, read_dates
 from nrad.rules import rule_reasons
 from nrad.words import feature_level
 from nrad.words import label as _label
@@ -180,7 +180,9 @@ def repaired(model: TableModel, prep: Prepared, result: Repair, columns: np.ndar
             y[i, f] = model.numeric.to_shaped(f, np.array([value]), prep.codes[i])[0]
         elif result.kind[i, column] == CATEGORICAL:
             codes[i, f] = int(value)
-    return Prepared(y, codes, prep.counts, prep.missing, prep.own_codes, prep.positions, prep.far_dates)
+    return Prepared(
+        y, codes, prep.counts, prep.missing, prep.own_codes, prep.positions, prep.far_dates, prep.apart_dates
+    )
 
 
 def _related_columns(model: TableModel) -> np.ndarray:
@@ -394,7 +396,7 @@ def reasons(
     repair gives back little or nothing.  ``in_sample``: the rows are the table the model was
     fitted on (its dates read against their own support: ``far_dates``)."""
     out = []
-    outside = outside_dates(model, prep.codes, prep.far_dates if in_sample else None)
+    outside = outside_dates(model, prep.codes, prep.far_dates if in_sample else prep.apart_dates)
     broken, elsewhere = rules
     for i, col in enumerate(columns):
         plan = model.schema.columns[col]
@@ -422,9 +424,16 @@ def reasons(
 
 def _date_reason(plan: Any, raw: Any, in_sample: bool = False) -> str:
     """``"arrival 2204-05-07 (outside the dates this column holds: 2024-01-03 to 2024-12-28; none
-    before 2014-01-03 or after 2034-12-28)"``."""
+    before 2014-01-03 or after 2034-12-28)"``; for new rows within those bounds, outside by the
+    dates of the table scored as well (:data:`nrad.preprocess.DATE_BATCH_MIN_ROWS`): ``"date
+    2031-09-11 (far from the dates this column holds, 2023-01-10 to 2024-12-24, and from those of
+    the other rows scored)"``."""
     lo, hi = (str(pd.Timestamp(v).date()) for v in plan.date_range)
     low, high = date_bounds(plan, in_sample)
+    when = read_dates(plan, pd.Series([raw])).iloc[0]
+    if not in_sample and pd.notna(when) and low <= when <= high:
+        return (f"{plan.name} {raw} (far from the dates this column holds, {lo} to {hi}, and from those "
+                f"of the other rows scored)")  # fmt: skip
     return (f"{plan.name} {raw} (outside the dates this column holds: {lo} to {hi}; none before "
             f"{low.date()} or after {high.date()})")  # fmt: skip
 

@@ -76,6 +76,12 @@ DATE_MARGIN_YEARS = 10
 #: width, if more): no row of it comes from the years after training, and a year typed a decade
 #: off (2014 among the exams of May 2024) lies apart from every other date it holds.
 IN_SAMPLE_DATE_MARGIN_YEARS = 1
+#: New rows are read against their own dates too, when they hold at least this many: a date that
+#: lies as far from the training dates and from every other date of the table being scored (a
+#: year typed 2031 among the days of 2023 and 2024) is outside, by the in-sample margin.  A table
+#: of later dates (a model fitted on three months, scoring the next year) holds them itself, and
+#: fewer rows than this say too little of their own range (its 99th percentile is their largest).
+DATE_BATCH_MIN_ROWS = 100
 #: A datetime column read as the time since the one before it leaves out its own hour when the median
 #: of that time is under this many hours: its hour is then the earlier one's plus the time between,
 #: and the two hours of the day, read side by side, would break that relation wherever a trip or a
@@ -218,6 +224,9 @@ class Encoded:
     #: (n, q) True where a datetime column's date lies outside the support the training rows
     #: themselves are read against (``dates_outside(..., in_sample=True)``; False elsewhere).
     far_dates: np.ndarray | None = None
+    #: (n, q) the same for new rows: outside the training dates and the table's own, by the same
+    #: margin (``dates_outside(..., among=...)``, ``DATE_BATCH_MIN_ROWS``; False elsewhere).
+    apart_dates: np.ndarray | None = None
 
 
 @dataclass
@@ -408,7 +417,7 @@ def encode(schema: TableSchema, df: pd.DataFrame, what: str = "data") -> Encoded
     _check_table(df, what)
     _check_columns(schema, df, what)
     n = len(df)
-    numeric, codes, flags, spikes, far = [], [], [], [], []
+    numeric, codes, flags, spikes, far, apart = [], [], [], [], [], []
     counts = {"missing_cells": 0, "unseen_levels": 0, "parse_failures": 0}
     # Parsed once: a datetime column read after another reads that one's dates too.
     dates = {p.name: _parse_datetime(df[p.name], p.format) for p in schema.columns if p.kind == "datetime"}
@@ -425,8 +434,10 @@ def encode(schema: TableSchema, df: pd.DataFrame, what: str = "data") -> Encoded
         codes += cats
         if plan.kind == "datetime":
             far.append(dates_outside(plan, dates[plan.name], in_sample=True))
+            apart.append(dates_outside(plan, dates[plan.name], among=dates[plan.name]))
         else:
             far += [None] * len(cats)
+            apart += [None] * len(cats)
         flags.append(missing)
         counts["unseen_levels"] += unseen
         counts["parse_failures"] += failures
@@ -438,10 +449,15 @@ def encode(schema: TableSchema, df: pd.DataFrame, what: str = "data") -> Encoded
         counts=counts,
         missing=missing,
         at_spike=np.column_stack(spikes) if spikes else np.zeros((n, 0), dtype=bool),
-        far_dates=np.column_stack([np.zeros(n, dtype=bool) if f is None else f for f in far])
-        if far
-        else np.zeros((n, 0), dtype=bool),
+        far_dates=_stacked(far, n),
+        apart_dates=_stacked(apart, n),
     )
+
+
+def _stacked(columns: list[np.ndarray | None], n: int) -> np.ndarray:
+    if not columns:
+        return np.zeros((n, 0), dtype=bool)
+    return np.column_stack([np.zeros(n, dtype=bool) if f is None else f for f in columns])
 
 
 def _check_table(df: pd.DataFrame, what: str) -> None:
@@ -600,6 +616,11 @@ def _year_day_month(fmt: str) -> bool:
     """Whether a date format has the year first and the day before the month (``%Y-%d-%m``)."""
     y, d, m = (fmt.find(part) for part in ("%Y", "%d", "%m"))
     return -1 < y < d < m
+
+
+def read_dates(plan: ColumnPlan, col: pd.Series) -> pd.Series:
+    """A datetime column's values as its plan reads them (UTC; failures are NaT)."""
+    return _parse_datetime(col, plan.format)
 
 
 def _parse_datetime(col: pd.Series, fmt: str) -> pd.Series:
@@ -769,21 +790,32 @@ def _date_range(parsed: pd.Series) -> list[str]:
     return [pd.Timestamp(lo).isoformat(), pd.Timestamp(hi).isoformat()]
 
 
-def date_bounds(plan: ColumnPlan, in_sample: bool = False) -> tuple[pd.Timestamp, pd.Timestamp] | None:
+def date_bounds(
+    plan: ColumnPlan, in_sample: bool = False, among: pd.Series | None = None
+) -> tuple[pd.Timestamp, pd.Timestamp] | None:
     """The dates beyond which a value of a datetime column is outside its support (None: no bounds,
     a model file written before they were kept); ``in_sample``: for the rows the model was fitted
-    on (``IN_SAMPLE_DATE_MARGIN_YEARS``)."""
+    on (``IN_SAMPLE_DATE_MARGIN_YEARS``); ``among``: for new rows, read against the range of these
+    dates (the table being scored) as well as the training range, by the in-sample margin (None
+    too where they are fewer than ``DATE_BATCH_MIN_ROWS``)."""
     if plan.kind != "datetime" or len(plan.date_range) != 2:
         return None
     lo, hi = (pd.Timestamp(v) for v in plan.date_range)
-    years = IN_SAMPLE_DATE_MARGIN_YEARS if in_sample else DATE_MARGIN_YEARS
+    years = IN_SAMPLE_DATE_MARGIN_YEARS if in_sample or among is not None else DATE_MARGIN_YEARS
+    if among is not None:
+        own = _date_range(among) if among.notna().sum() >= DATE_BATCH_MIN_ROWS else []
+        if not own:
+            return None
+        lo, hi = min(lo, pd.Timestamp(own[0])), max(hi, pd.Timestamp(own[1]))
     margin = max(hi - lo, pd.Timedelta(days=365.25 * years))
     return lo - margin, hi + margin
 
 
-def dates_outside(plan: ColumnPlan, parsed: pd.Series, in_sample: bool = False) -> np.ndarray:
+def dates_outside(
+    plan: ColumnPlan, parsed: pd.Series, in_sample: bool = False, among: pd.Series | None = None
+) -> np.ndarray:
     """True where a parsed date lies outside its column's support (:func:`date_bounds`)."""
-    bounds = date_bounds(plan, in_sample)
+    bounds = date_bounds(plan, in_sample, among)
     if bounds is None:
         return np.zeros(len(parsed), dtype=bool)
     low, high = bounds

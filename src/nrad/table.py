@@ -190,8 +190,10 @@ class TableModel:
         present = [c for c in self.ignore if c in df.columns]  # ignored columns may be absent
         enc = encode(self.schema, drop_columns(df, self.id_column, present, what), what)
         codes = np.hstack([enc.codes, indicator_codes(self.schema, enc)])
-        far = far_dates(enc, codes.shape[1])
-        return Prepared(self.numeric.shape(enc.numeric), codes, enc.counts, enc.missing, far_dates=far)
+        far, apart = far_dates(enc, codes.shape[1]), far_dates(enc, codes.shape[1], "apart_dates")
+        return Prepared(
+            self.numeric.shape(enc.numeric), codes, enc.counts, enc.missing, far_dates=far, apart_dates=apart
+        )
 
     # -- scoring ---------------------------------------------------------------
 
