@@ -283,7 +283,8 @@ def test_weather_keeps_its_relations_except_where_planted() -> None:
     clean = df[~planted]
     assert (clean.groupby("station")[["elevation_m", "climate"]].nunique() == 1).all().all()
     assert (clean["temp_min_c"] <= clean["temp_max_c"]).all()
-    assert clean["temp_mean_c"].between(clean["temp_min_c"] - 1.5, clean["temp_max_c"] + 1.5).all()
+    assert clean["temp_mean_c"].between(clean["temp_min_c"], clean["temp_max_c"]).all()
+    assert (clean["dew_point_c"] <= clean["temp_mean_c"]).all()
     assert (clean["humidity_pct"].dropna() <= 100).all() and (clean["humidity_pct"] == 100).mean() > 0.05
     gusts = clean["wind_gust_kmh"].notna()
     assert (clean.loc[gusts, "wind_gust_kmh"] > clean.loc[gusts, "wind_speed_kmh"]).all()

@@ -2477,7 +2477,9 @@ def make_weather(
     spread = np.maximum(spread + rng.normal(0, 1.5, n), 1.5)
     t_max = np.round(mean + spread / 2 + rng.normal(0, 0.4, n), 1)
     t_min = np.round(mean - spread / 2 + rng.normal(0, 0.4, n), 1)
-    t_mean = np.round((t_max + t_min) / 2 + rng.normal(0, 0.3, n), 1)
+    # The day's mean lies between its extremes (unclipped, a narrow day's mean could pass its
+    # highest, and a dew point below the mean stand above the highest: no clean row does).
+    t_mean = np.clip(np.round((t_max + t_min) / 2 + rng.normal(0, 0.3, n), 1), t_min, t_max)
     # Rainy days near saturation (their humidity piles up at 100), dry days well below.
     near = np.minimum(t_mean + rng.normal(-0.5, 1.0, n), t_mean)
     dew = np.where(rainy, near, t_min - np.abs(rng.normal(1, 1.5, n)) - 3)
