@@ -134,6 +134,28 @@ def test_a_count_thinning_out_to_its_largest_value_is_no_wall_there() -> None:
     assert walls.high[0] == 6.0
 
 
+def test_a_speed_that_thins_out_towards_0_has_its_wall_at_0_and_a_count_that_piles_at_1_at_1() -> None:
+    """Wind speeds in whole km/h: a gamma that rises from 0 puts 28 to 33 of 3,000 rows at 1 and 1 to 8
+    at 0 (half a cell, and the density small there): 0 is no value beyond a wall, -1 is.  A stay of
+    at least one night, 1 held by a third of the bookings, keeps its wall with three zeros in the
+    table."""
+    from nrad.cells import Walls
+
+    at_zero = 0
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        inland = rng.random(3000) < 0.45
+        speed = np.round(np.where(inland, rng.gamma(2.0, 6.0, 3000), 5 + rng.gamma(2.0, 6.0, 3000)))
+        assert (speed == 0).sum() >= 1
+        walls = Walls.fit(speed[:, None], np.array([1.0]))
+        assert not walls.beyond(np.array([[0.0]]))[0, 0] and walls.low[0] != 1.0
+        at_zero += walls.low[0] == 0.0 and walls.beyond(np.array([[-1.0]]))[0, 0]
+        nights = 1.0 + rng.poisson(1.0, 3000)
+        nights[:3] = 0
+        assert Walls.fit(nights[:, None], np.array([1.0])).low[0] == 1.0
+    assert at_zero >= 1  # where the step above 0 would have been a wall, 0 is
+
+
 def test_a_cap_that_few_rows_reach_is_a_wall_and_a_thin_top_is_not() -> None:
     """Scores of 0 to 100 where about 0.5% of 3,000 reach 100: fewer than the 1% a wall's share
     asks, but many more than hold 99, by more than chance: the values beyond 100 were put at it."""
@@ -186,18 +208,20 @@ def test_times_of_day_written_hhmm_are_read_as_such_and_a_value_no_time_is_outsi
 
 
 def test_new_rows_are_read_against_the_farthest_values_the_training_rows_held() -> None:
-    """A count whose lower tail thins out fast (2 of 3,000 rows at 0, 44 at 1, 85 at 2) passes
-    for a wall at 1, and in sample its two 0s stand beyond it; a model fitted on those rows, read
-    as normal, has seen 0 held by normal rows, and a new row's 0 is inside (a -1 is not)."""
+    """A count whose lower tail thins out fast (2 of 3,000 rows at 0, 44 at 1, 85 at 2): its two 0s
+    are what a density rising from 0 puts in half a cell (see ``ZERO_CELL_SHARE``), and its wall is
+    0, in sample and for new rows (a -1 is beyond).  A count at least 0 with an error below (a
+    -1 among 3,000) has its wall at 0 in sample; a model fitted on those rows, read as normal,
+    has seen -1 held by normal rows, and a new row's -1 is inside (a -2 is not)."""
     from nrad.cells import Walls
 
     counts = np.repeat([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [2, 44, 85, 150, 272, 273, 2174])
     visits = np.repeat([-1.0, 0.0, 1.0, 2.0], [1, 1200, 1000, 799])  # a count's 0, one error below
     rating = np.repeat([1.0, 3.0, 5.0], [1000, 1000, 1000])  # no value beyond its walls
     walls = Walls.fit(np.column_stack([counts, visits, rating]), np.array([1.0, 1.0, 2.0]))
-    assert walls.low.tolist() == [1.0, 0.0, 1.0] and walls.high[2] == 5.0
+    assert walls.low.tolist() == [0.0, 0.0, 1.0] and walls.high[2] == 5.0
     rows = np.array([[0.0, -1.0, 1.0], [-1.0, -2.0, 7.0]])
-    assert walls.beyond(rows).tolist() == [[True, True, False], [True, True, True]]
+    assert walls.beyond(rows).tolist() == [[False, True, False], [True, True, True]]
     new = walls.for_new_rows()
     assert new.low.tolist() == [0.0, -1.0, 1.0] and new.high.tolist() == walls.high.tolist()
     assert new.beyond(rows).tolist() == [[False, False, False], [True, True, True]]

@@ -97,6 +97,10 @@ CAP_VALUES = 3
 #: of 53,940 diamonds at 0.23 carat, 240 on average at 0.24 to 0.26) passes the Poisson test in a
 #: large table and is no bound.
 CAP_RATIO = 2.0
+#: A low wall one step above a 0 that is a column's least value expects this share of the rows a
+#: steady thinning would put at 0 (see :func:`_lattice_walls`): half a cell, and a density that
+#: rises from 0 in proportion (an eighth of the next value's rows there, not half).
+ZERO_CELL_SHARE = 0.25
 #: A column at least 0 (all but ``BEYOND_WALL`` of its values) has a wall at 0 when its smallest
 #: value at least 0 is at least this share of its median: 0 lies beyond its lower tail, not in
 #: it.  A column whose values run down to near 0 (a measurement of mean 50 and sd 15, negative
@@ -845,13 +849,22 @@ def _lattice_walls(
     piled_up = piled | (counts >= WALL_MIN_ROWS) & _capped(counts, _inward_mean(counts, 1))
     piled_down = piled | (counts >= WALL_MIN_ROWS) & _capped(counts, _inward_mean(counts, -1))
     edge_up = (counts >= ratio * inner_up) & _none_beyond(counts, inner_up, below)
+    # A quantity at least 0 that thins out towards 0 holds a few zeros: written to its lattice, 0
+    # is half a cell, and a density that rises from 0 (in proportion, as a wind speed's) puts an
+    # eighth of the next value's rows there where a steady thinning would put half: from the
+    # first step above a 0 that is the column's least, a quarter as many are expected beyond.
+    # Such a column is still at least 0: its wall is then 0 itself (a speed of -1 km/h is none).
+    to_zero = zero_is_a_wall and len(levels) > 2 and levels[0] == 0 and bool(edge_up[1])
+    if to_zero:
+        edge_up[1] = _none_beyond(counts[1:2], inner_up[1:2], below[1:2], share=ZERO_CELL_SHARE)[0]
+        to_zero = not edge_up[1] and bool(piled_up[1]) and below[1] <= allowed
     edge_down = (counts >= ratio * inner_down) & _none_beyond(counts, inner_down, above)
     if sharp is not None:
         edge_up |= _none_beyond(counts, inner_up, below, sharp)
         edge_down |= _none_beyond(counts, inner_down, above, sharp)
     lows = np.flatnonzero(piled_up & (below <= allowed) & (edge_up | zero))
     highs = np.flatnonzero(piled_down & (above <= allowed) & edge_down)
-    low = float(levels[lows[0]]) if len(lows) else np.nan
+    low = 0.0 if to_zero else float(levels[lows[0]]) if len(lows) else np.nan
     return low, float(levels[highs[-1]]) if len(highs) else np.nan
 
 
@@ -873,15 +886,20 @@ def _capped(counts: np.ndarray, inner: np.ndarray, level: float = WALL_LEVEL) ->
 
 
 def _none_beyond(
-    counts: np.ndarray, inner: np.ndarray, beyond: np.ndarray, level: float = WALL_LEVEL
+    counts: np.ndarray,
+    inner: np.ndarray,
+    beyond: np.ndarray,
+    level: float = WALL_LEVEL,
+    share: np.ndarray | float = 1.0,
 ) -> np.ndarray:
     """Per value of a lattice column: whether as few rows as ``beyond`` it would lie there with
     chance at most ``level`` were the values to thin out past it as from the next value inward
     to it (``inner`` rows there, ``counts`` at it: ``counts * min(counts / inner, 1)`` expected at
-    the next value out, a Poisson count)."""
+    the next value out, a Poisson count; ``share`` of that, per value, where the next value out
+    holds less than a full cell: see ``ZERO_CELL_SHARE``)."""
     from scipy.stats import poisson
 
-    expected = counts * np.minimum(counts / np.maximum(inner, 1), 1.0)
+    expected = share * counts * np.minimum(counts / np.maximum(inner, 1), 1.0)
     return poisson.cdf(beyond, expected) <= level
 
 
