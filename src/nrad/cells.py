@@ -98,8 +98,8 @@ CAP_VALUES = 3
 #: large table and is no bound.
 CAP_RATIO = 2.0
 #: A low wall one step above a 0 that is a column's least value expects this share of the rows a
-#: steady thinning would put at 0 (see :func:`_lattice_walls`): half a cell, and a density that
-#: rises from 0 in proportion (an eighth of the next value's rows there, not half).
+#: steady thinning (of at most a half) would put at 0 (see :func:`_lattice_walls`): half a cell,
+#: and a density that rises from 0 in proportion (an eighth of the first step's rows there).
 ZERO_CELL_SHARE = 0.25
 #: A column at least 0 (all but ``BEYOND_WALL`` of its values) has a wall at 0 when its smallest
 #: value at least 0 is at least this share of its median: 0 lies beyond its lower tail, not in
@@ -850,13 +850,17 @@ def _lattice_walls(
     piled_down = piled | (counts >= WALL_MIN_ROWS) & _capped(counts, _inward_mean(counts, -1))
     edge_up = (counts >= ratio * inner_up) & _none_beyond(counts, inner_up, below)
     # A quantity at least 0 that thins out towards 0 holds a few zeros: written to its lattice, 0
-    # is half a cell, and a density that rises from 0 (in proportion, as a wind speed's) puts an
-    # eighth of the next value's rows there where a steady thinning would put half: from the
-    # first step above a 0 that is the column's least, a quarter as many are expected beyond.
-    # Such a column is still at least 0: its wall is then 0 itself (a speed of -1 km/h is none).
+    # is half a cell, and a density that rises from 0 in proportion (a wind speed's) puts an
+    # eighth of the first step's rows there, where a steady thinning would put up to all of
+    # them: from the first step above a 0 that is the column's least, a quarter of a thinning
+    # of at most a half is expected beyond.  Such a column is still at least 0: its wall is then
+    # 0 itself (a speed of -1 km/h is none).
+    # (Only where some row holds 0: a column of codes from 1, months or ratings, holds none, and
+    # its 0 is no value it takes.)
     to_zero = zero_is_a_wall and len(levels) > 2 and levels[0] == 0 and bool(edge_up[1])
     if to_zero:
-        edge_up[1] = _none_beyond(counts[1:2], inner_up[1:2], below[1:2], share=ZERO_CELL_SHARE)[0]
+        halving = np.maximum(inner_up[1:2], 2 * counts[1:2])  # a thinning of at most a half
+        edge_up[1] = _none_beyond(counts[1:2], halving, below[1:2], share=ZERO_CELL_SHARE)[0]
         to_zero = not edge_up[1] and bool(piled_up[1]) and below[1] <= allowed
     edge_down = (counts >= ratio * inner_down) & _none_beyond(counts, inner_down, above)
     if sharp is not None:
