@@ -2475,8 +2475,9 @@ def make_weather(
     storm = rainy & (rng.random(n) < 0.03)
     spread = np.where(climate == "inland", 13, np.where(climate == "coastal", 7, 11)) - 3 * rainy
     spread = np.maximum(spread + rng.normal(0, 1.5, n), 1.5)
-    t_max = np.round(mean + spread / 2 + rng.normal(0, 0.4, n), 1)
-    t_min = np.round(mean - spread / 2 + rng.normal(0, 0.4, n), 1)
+    high, low = mean + spread / 2 + rng.normal(0, 0.4, n), mean - spread / 2 + rng.normal(0, 0.4, n)
+    # (the narrowest days' noise could put the lowest above the highest: no clean row does)
+    t_max, t_min = np.round(np.maximum(high, low), 1), np.round(np.minimum(high, low), 1)
     # The day's mean lies between its extremes (unclipped, a narrow day's mean could pass its
     # highest, and a dew point below the mean stand above the highest: no clean row does).
     t_mean = np.clip(np.round((t_max + t_min) / 2 + rng.normal(0, 0.3, n), 1), t_min, t_max)
