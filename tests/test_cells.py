@@ -324,6 +324,33 @@ def test_a_bound_one_column_keeps_given_another_is_a_wall_of_their_difference() 
     assert (back.beyond(new) == walls.beyond(new)).all()
 
 
+def test_an_order_kept_with_a_margin_is_a_wall_at_0_and_a_tendency_is_not() -> None:
+    """The day's lowest a degree or more below its highest, a gust 3 km/h or more above the speed:
+    walls of the differences at 0, that two days with the extremes swapped stand beyond.  A parcel's
+    weight in kg below its volume in litres, which many come close to and one in 3,000 passes, is a
+    tendency; a count of visits below a cholesterol level is one column's range below the other's."""
+    from nrad.cells import Walls
+
+    rng = np.random.default_rng(3)
+    n = 3000
+    mean = rng.normal(12, 8, n)
+    spread = np.maximum(rng.normal(9, 2.5, n), 1.0)
+    high, low = np.round(mean + spread / 2, 1), np.round(mean - spread / 2, 1)
+    high[[5, 6]], low[[5, 6]] = low[[5, 6]], high[[5, 6]]  # swapped: a table fitted on itself holds its errors
+    speed = np.round(rng.gamma(2.0, 7.0, n))
+    gust = np.round(speed * rng.uniform(1.3, 1.9, n) + 3)
+    volume = np.exp(rng.normal(2.5, 0.8, n))
+    weight = volume * rng.uniform(0.15, 0.9, n) * np.exp(rng.normal(0, 0.12, n))
+    weight[9] = volume[9] * 1.2
+    visits, ldl = rng.poisson(3, n).astype(float), np.round(rng.normal(120, 30, n))
+    values = np.column_stack([low, high, speed, gust, weight, volume, visits, ldl])
+    walls = Walls.fit(values, np.array([0.1, 0.1, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0]))
+    found = {(int(j), int(k)): (lo, hi) for (j, k), lo, hi in zip(walls.pairs, walls.pair_low, walls.pair_high, strict=True)}
+    assert found == {(0, 1): (pytest.approx(np.nan, nan_ok=True), 0.0), (2, 3): (pytest.approx(np.nan, nan_ok=True), 0.0)}
+    beyond = np.flatnonzero(walls.pair_sides(values).any(axis=1))
+    assert beyond.tolist() == [5, 6]
+
+
 def test_a_row_beyond_a_wall_of_two_columns_difference_is_flagged_and_the_wall_stated() -> None:
     """A remodelling year before the building year, in a table where half the houses were
     remodelled the year they were built and none before: flagged, and the reason states the

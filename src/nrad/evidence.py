@@ -496,7 +496,7 @@ def row_p_values(
         bands,
     )
     n_rows = log_p.shape[1]
-    beyond, level_broken = None, None
+    beyond, level_broken, identity_cells = None, None, None
     if cells is not None:
         assert tails.cells is not None and raw is not None
         cell_log_p = tails.cells.log_p_values(*cells, edges)
@@ -514,8 +514,8 @@ def row_p_values(
             # Which of an identity's cells is wrong the identity cannot tell: they decide the row,
             # and the naming below reads their own values (a wall's cell is named outright).
             n_cat = len(model.schema.categorical_names)
-            broken, level_broken = model.identities.broken(raw, prep.codes[:, :n_cat], off_identities)
-            cell_log_p[broken] = -np.inf
+            identity_cells, level_broken = model.identities.broken(raw, prep.codes[:, :n_cat], off_identities)
+            cell_log_p[identity_cells] = -np.inf
         log_p = np.hstack([log_p, cell_log_p])
     numeric = log_p.shape[1] - n_rows
     tested = model.tested_codes()
@@ -539,6 +539,12 @@ def row_p_values(
     cause = columns[which]
     if cells is not None and numeric:
         assert tails.cells is not None
+        if beyond is not None and identity_cells is not None:
+            # A cell beyond a wall that also breaks an identity is named before one beyond the wall
+            # alone: a total below the loan amount, and not its instalments times the term, is
+            # the total's error, whichever of the two the order blames.
+            both = beyond & identity_cells
+            beyond = beyond & (identity_cells | ~both.any(axis=1, keepdims=True))
         cause = _name_among_decisive(
             model, tails.cells, cells, edges, beyond, log_p, weights, n_rows, which, cause
         )

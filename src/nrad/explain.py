@@ -605,6 +605,9 @@ def describe(
     # total's error, not the loan amount's, whose repair gives back most of a density that the
     # total's break hardly moves; among a rule's cells the repair still chooses.
     unruled = np.array([rule is None for rule in rules[0]], dtype=bool)
+    # So is a cell that breaks an identity before one that breaks only an order with it (a total
+    # below the loan amount, and not its instalments times the term).
+    unruled |= _identity_cell_second(model, prep, cause, order[:, 0], folds is None)
     moved = np.flatnonzero((p == 0) & (cause >= 0) & (order[:, 0] != cause) & unruled)
     for i in moved:
         _put_first(order, gains, result, int(i), int(cause[i]))
@@ -618,6 +621,31 @@ def describe(
         for row, row_gains, rule in zip(order, gains, rules[0], strict=True)
     ]
     return top, reasons(model, df, prep, result, order[:, 0], rules, in_sample=folds is not None)
+
+
+def _identity_cell_second(
+    model: TableModel, prep: Prepared, cause: np.ndarray, first: np.ndarray, new_rows: bool
+) -> np.ndarray:
+    """(n,) True where the column named first and the row's cause are the two cells of an order (a
+    wall of their difference) the row breaks, and only the cause breaks an identity too."""
+    out = np.zeros(len(cause), dtype=bool)
+    ident, walls = model.identities, model.walls_for(new_rows=new_rows)
+    if ident is None or not ident.n_identities or walls is None or walls.pairs is None:
+        return out
+    if not len(walls.pairs):
+        return out
+    raw = model.raw_values(prep)
+    n_cat = len(model.schema.categorical_names)
+    blamed, _ = ident.broken(raw, prep.codes[:, :n_cat])
+    in_pair = np.zeros(blamed.shape, dtype=bool)
+    rows, which = np.nonzero(walls.pair_sides(raw))
+    in_pair[rows, walls.pairs[which, 0]] = in_pair[rows, walls.pairs[which, 1]] = True
+    feature = np.full(len(model.schema.columns), -1)
+    feature[np.asarray(model.schema.numeric_sources)] = np.arange(len(model.schema.numeric_sources))
+    at_cause, at_first = feature[np.maximum(cause, 0)], feature[first]
+    ok = (cause >= 0) & (at_cause >= 0) & (at_first >= 0)
+    r, c, f = np.arange(len(cause)), np.maximum(at_cause, 0), np.maximum(at_first, 0)
+    return ok & in_pair[r, c] & in_pair[r, f] & blamed[r, c] & ~blamed[r, f]
 
 
 def _cause_first(
