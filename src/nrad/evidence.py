@@ -539,12 +539,13 @@ def row_p_values(
     cause = columns[which]
     if cells is not None and numeric:
         assert tails.cells is not None
-        if beyond is not None and identity_cells is not None:
-            # A cell beyond a wall that also breaks an identity is named before one beyond the wall
-            # alone: a total below the loan amount, and not its instalments times the term, is
-            # the total's error, whichever of the two the order blames.
-            both = beyond & identity_cells
-            beyond = beyond & (identity_cells | ~both.any(axis=1, keepdims=True))
+        if beyond is not None:
+            # Named outright: a cell beyond its own column's wall.  The two cells of a difference's
+            # wall are named by their own values, as an identity's are: a consumption of -250 kWh
+            # (a counter reset) before its bill, whichever of the two the order blames.
+            walls = model.walls_for(new_rows=folds is None)
+            assert walls is not None
+            beyond = (walls.sides(raw) != 0) | walls.off_lattice(raw)
         cause = _name_among_decisive(
             model, tails.cells, cells, edges, beyond, log_p, weights, n_rows, which, cause
         )

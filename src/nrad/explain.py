@@ -607,7 +607,7 @@ def describe(
     unruled = np.array([rule is None for rule in rules[0]], dtype=bool)
     # So is a cell that breaks an identity before one that breaks only an order with it (a total
     # below the loan amount, and not its instalments times the term).
-    unruled |= _identity_cell_second(model, prep, cause, order[:, 0], folds is None)
+    unruled |= _rule_cell_second(model, prep, cause, order[:, 0], folds is None)
     moved = np.flatnonzero((p == 0) & (cause >= 0) & (order[:, 0] != cause) & unruled)
     for i in moved:
         _put_first(order, gains, result, int(i), int(cause[i]))
@@ -623,20 +623,21 @@ def describe(
     return top, reasons(model, df, prep, result, order[:, 0], rules, in_sample=folds is not None)
 
 
-def _identity_cell_second(
+def _rule_cell_second(
     model: TableModel, prep: Prepared, cause: np.ndarray, first: np.ndarray, new_rows: bool
 ) -> np.ndarray:
-    """(n,) True where the column named first and the row's cause are the two cells of an order (a
-    wall of their difference) the row breaks, and only the cause breaks an identity too."""
+    """(n,) True where the column named first and the row's cause are the two cells of a wall of
+    their difference the row breaks, and only the cause breaks an identity or stands beyond its
+    own column's wall too."""
     out = np.zeros(len(cause), dtype=bool)
     ident, walls = model.identities, model.walls_for(new_rows=new_rows)
-    if ident is None or not ident.n_identities or walls is None or walls.pairs is None:
-        return out
-    if not len(walls.pairs):
+    if walls is None or walls.pairs is None or not len(walls.pairs):
         return out
     raw = model.raw_values(prep)
-    n_cat = len(model.schema.categorical_names)
-    blamed, _ = ident.broken(raw, prep.codes[:, :n_cat])
+    blamed = (walls.sides(raw) != 0) | walls.off_lattice(raw)
+    if ident is not None and ident.n_identities:
+        n_cat = len(model.schema.categorical_names)
+        blamed |= ident.broken(raw, prep.codes[:, :n_cat])[0]
     in_pair = np.zeros(blamed.shape, dtype=bool)
     rows, which = np.nonzero(walls.pair_sides(raw))
     in_pair[rows, walls.pairs[which, 0]] = in_pair[rows, walls.pairs[which, 1]] = True
