@@ -605,8 +605,9 @@ def describe(
     # total's error, not the loan amount's, whose repair gives back most of a density that the
     # total's break hardly moves; among a rule's cells the repair still chooses.
     unruled = np.array([rule is None for rule in rules[0]], dtype=bool)
-    # So is a cell that breaks an identity before one that breaks only an order with it (a total
-    # below the loan amount, and not its instalments times the term).
+    # So is a difference's cell that also breaks an identity or stands beyond its own column's
+    # wall, before its partner that breaks the difference alone (a total below the loan amount,
+    # and not its instalments times the term).
     unruled |= _rule_cell_second(model, prep, cause, order[:, 0], folds is None)
     moved = np.flatnonzero((p == 0) & (cause >= 0) & (order[:, 0] != cause) & unruled)
     for i in moved:

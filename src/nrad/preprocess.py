@@ -455,6 +455,7 @@ def encode(schema: TableSchema, df: pd.DataFrame, what: str = "data") -> Encoded
 
 
 def _stacked(columns: list[np.ndarray | None], n: int) -> np.ndarray:
+    """(n, features) the code features' date flags side by side (None: a feature with no dates)."""
     if not columns:
         return np.zeros((n, 0), dtype=bool)
     return np.column_stack([np.zeros(n, dtype=bool) if f is None else f for f in columns])
