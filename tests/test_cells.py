@@ -349,6 +349,14 @@ def test_an_order_kept_with_a_margin_is_a_wall_at_0_and_a_tendency_is_not() -> N
     assert found == {(0, 1): (pytest.approx(np.nan, nan_ok=True), 0.0), (2, 3): (pytest.approx(np.nan, nan_ok=True), 0.0)}
     beyond = np.flatnonzero(walls.pair_sides(values).any(axis=1))
     assert beyond.tolist() == [5, 6]
+    # Continuous columns: a lowest equal to the mean, up to the rounding its transform leaves, keeps
+    # the order.
+    mean_c = (low + high) / 2 + rng.normal(0, 0.01, n)
+    lows = np.minimum(low, mean_c - 0.5)
+    walls = Walls.fit(np.column_stack([lows, mean_c]), np.array([0.0, 0.0]))
+    assert walls.pairs.tolist() == [[0, 1]] and walls.pair_high[0] == 0.0
+    tie = np.array([[11.600000000000001, 11.6], [11.7, 11.6]])
+    assert walls.pair_sides(tie)[:, 0].tolist() == [0, 1]
 
 
 def test_a_row_beyond_a_wall_of_two_columns_difference_is_flagged_and_the_wall_stated() -> None:

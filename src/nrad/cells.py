@@ -165,6 +165,9 @@ ORDER_RATIO = 100.0
 #: cross (a parcel's weight in kg at most its volume in litres: 1.5% of them within 5% of
 #: the median margin, and 1 in 3,000 heavier than water), no bound.
 ORDER_MARGIN = 0.05
+#: Two continuous columns keep an order to this share of their typical size (rounding of their
+#: transforms; no real difference is so small).
+ORDER_TOLERANCE = 1e-9
 #: A cell whose weighted p-value is at most this decides its row alone.  When several do (a
 #: broken relation: the birth year and the age of one row), the row names the one whose value is
 #: also unusual in its context (a birth year 200 years off, beside an ordinary age).
@@ -999,7 +1002,10 @@ def _order_walls(
             if np.mean(x == y) > 0.5:
                 continue
             lattice = [float(h) for h in (spacing[j], spacing[k]) if h > 0]
-            half = min(lattice) / 2.0 if len(lattice) == 2 else 0.0
+            # Continuous columns' values come back from their transforms with rounding in the last
+            # digits (11.600000000000001 against 11.6): equal values keep the order.
+            scale = max(float(np.median(np.abs(x))), float(np.median(np.abs(y))))
+            half = min(lattice) / 2.0 if len(lattice) == 2 else ORDER_TOLERANCE * scale
             # x - y at most 0 (x below y), or at least 0 (x above y)
             high = 0.0 if _ordered(x, y, half) else np.nan
             low = 0.0 if _ordered(y, x, half) else np.nan
