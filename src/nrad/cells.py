@@ -679,7 +679,15 @@ class Walls:
     def beyond(self, values: np.ndarray) -> np.ndarray:
         """(n, p) True where a value lies beyond its column's wall or off its lattice, or beyond a wall
         of its difference with another column (both cells then; NaN values: False)."""
-        out = (self.sides(values) != 0) | self.off_lattice(values)
+        return self.own_beyond(values) | self.pair_cells(values)
+
+    def own_beyond(self, values: np.ndarray) -> np.ndarray:
+        """(n, p) True where a value lies beyond its own column's wall or off its lattice."""
+        return (self.sides(values) != 0) | self.off_lattice(values)
+
+    def pair_cells(self, values: np.ndarray) -> np.ndarray:
+        """(n, p) True at both cells of each wall of a difference a row's values lie beyond."""
+        out = np.zeros(values.shape, dtype=bool)
         rows, which = np.nonzero(self.pair_sides(values))
         if self.pairs is not None:
             out[rows, self.pairs[which, 0]] = True

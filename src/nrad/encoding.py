@@ -91,10 +91,9 @@ def indicator_codes(schema: TableSchema, enc: Any) -> np.ndarray:
     return out
 
 
-def far_dates(enc: Any, width: int, name: str = "far_dates") -> np.ndarray | None:
-    """(n, width) the encoded rows' ``far_dates`` (or ``name``: ``apart_dates``) beside their codes
-    and indicators (None: none)."""
-    far = getattr(enc, name, None)
+def far_dates(far: np.ndarray | None, width: int) -> np.ndarray | None:
+    """(n, width) the encoded rows' date flags (``Encoded.far_dates`` or ``apart_dates``) beside
+    their codes and indicators (None: none)."""
     if far is None or not far.any():
         return None
     return np.hstack([far, np.zeros((len(far), width - far.shape[1]), dtype=bool)])

@@ -496,7 +496,7 @@ def row_p_values(
         bands,
     )
     n_rows = log_p.shape[1]
-    beyond, level_broken, identity_cells = None, None, None
+    own_walls, level_broken = None, None
     if cells is not None:
         assert tails.cells is not None and raw is not None
         cell_log_p = tails.cells.log_p_values(*cells, edges)
@@ -507,15 +507,16 @@ def row_p_values(
         if bands is not None:
             cell_log_p[bands] = 0.0  # the table vouches for a band's values (nrad.cells.Bands)
         walls = model.walls_for(new_rows=folds is None)
-        beyond = walls.beyond(raw) if walls is not None else None
-        if beyond is not None:
+        if walls is not None:
+            own_walls = walls.own_beyond(raw)
+            beyond = own_walls | walls.pair_cells(raw)
             cell_log_p[beyond] = -np.inf
         if model.identities is not None:
             # Which of an identity's cells is wrong the identity cannot tell: they decide the row,
             # and the naming below reads their own values (a wall's cell is named outright).
             n_cat = len(model.schema.categorical_names)
-            identity_cells, level_broken = model.identities.broken(raw, prep.codes[:, :n_cat], off_identities)
-            cell_log_p[identity_cells] = -np.inf
+            broken, level_broken = model.identities.broken(raw, prep.codes[:, :n_cat], off_identities)
+            cell_log_p[broken] = -np.inf
         log_p = np.hstack([log_p, cell_log_p])
     numeric = log_p.shape[1] - n_rows
     tested = model.tested_codes()
@@ -539,15 +540,11 @@ def row_p_values(
     cause = columns[which]
     if cells is not None and numeric:
         assert tails.cells is not None
-        if beyond is not None:
-            # Named outright: a cell beyond its own column's wall.  The two cells of a difference's
-            # wall are named by their own values, as an identity's are: a consumption of -250 kWh
-            # (a counter reset) before its bill, whichever of the two the order blames.
-            walls = model.walls_for(new_rows=folds is None)
-            assert walls is not None
-            beyond = (walls.sides(raw) != 0) | walls.off_lattice(raw)
+        # Named outright: a cell beyond its own column's wall.  The two cells of a difference's wall
+        # are named by their own values, as an identity's are: a consumption of -250 kWh (a counter
+        # reset) before its bill, whichever of the two the order blames.
         cause = _name_among_decisive(
-            model, tails.cells, cells, edges, beyond, log_p, weights, n_rows, which, cause
+            model, tails.cells, cells, edges, own_walls, log_p, weights, n_rows, which, cause
         )
     return combined, cause
 

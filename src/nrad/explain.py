@@ -635,13 +635,10 @@ def _rule_cell_second(
     if walls is None or walls.pairs is None or not len(walls.pairs):
         return out
     raw = model.raw_values(prep)
-    blamed = (walls.sides(raw) != 0) | walls.off_lattice(raw)
+    blamed, in_pair = walls.own_beyond(raw), walls.pair_cells(raw)
     if ident is not None and ident.n_identities:
         n_cat = len(model.schema.categorical_names)
         blamed |= ident.broken(raw, prep.codes[:, :n_cat])[0]
-    in_pair = np.zeros(blamed.shape, dtype=bool)
-    rows, which = np.nonzero(walls.pair_sides(raw))
-    in_pair[rows, walls.pairs[which, 0]] = in_pair[rows, walls.pairs[which, 1]] = True
     feature = np.full(len(model.schema.columns), -1)
     feature[np.asarray(model.schema.numeric_sources)] = np.arange(len(model.schema.numeric_sources))
     at_cause, at_first = feature[np.maximum(cause, 0)], feature[first]

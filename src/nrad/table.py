@@ -190,7 +190,7 @@ class TableModel:
         present = [c for c in self.ignore if c in df.columns]  # ignored columns may be absent
         enc = encode(self.schema, drop_columns(df, self.id_column, present, what), what)
         codes = np.hstack([enc.codes, indicator_codes(self.schema, enc)])
-        far, apart = far_dates(enc, codes.shape[1]), far_dates(enc, codes.shape[1], "apart_dates")
+        far, apart = far_dates(enc.far_dates, codes.shape[1]), far_dates(enc.apart_dates, codes.shape[1])
         return Prepared(
             self.numeric.shape(enc.numeric), codes, enc.counts, enc.missing, far_dates=far, apart_dates=apart
         )
@@ -696,7 +696,7 @@ def fit_table(
     model = TableModel(schema, categories, numeric, [], None, id_column, list(ignore), info)
     n_folds = cross_fit_folds(len(features))
     model.folds = rng.permutation(len(features)) % n_folds
-    far = far_dates(enc, codes.shape[1])
+    far = far_dates(enc.far_dates, codes.shape[1])
     prep = Prepared(numeric.shape(enc.numeric), codes, enc.counts, enc.missing, far_dates=far)
     distances, spread, segment, batch, own_cell_tests, two_valued = None, None, False, False, None, None
     few_levels, bands, first, off, context_shared = None, None, None, None, None
