@@ -14,6 +14,7 @@ from nrad.synthetic import (
     FLOW_KINDS,
     GRADE_KINDS,
     GRADE_RATES,
+    HOUSEHOLD_KINDS,
     LOAN_KINDS,
     TAXI_ZONES,
     TRIP_KINDS,
@@ -21,6 +22,7 @@ from nrad.synthetic import (
     make_employees,
     make_exam_results,
     make_flights,
+    make_households,
     make_loan_applications,
     make_network_flows,
     make_taxi_trips,
@@ -320,3 +322,52 @@ def test_weather_is_the_same_for_the_same_seed_and_the_stations_in_every_table()
     assert not a.frame.equals(other)
     both = pd.concat([make_weather(3000, 0, random_state=3).frame, other])
     assert (both.groupby("station")["elevation_m"].nunique() == 1).all()
+
+
+def test_households_keep_their_sums_and_bounds_except_where_planted() -> None:
+    table = make_households(3000, 39, random_state=5)
+    df, truth = table.frame, table.truth
+    planted = table.labels.astype(bool)
+    clean = df[~planted]
+    assert df.shape[1] == 58
+    assert (clean["n_adults"] + clean["n_children"] == clean["hh_size"]).all()
+    assert (clean["n_employed"] <= clean["n_adults"]).all() and (clean["n_elderly"] <= clean["n_adults"]).all()
+    incomes = ["wage_income", "business_income", "farm_income", "pension_income", "remittances", "transfers"]
+    assert np.allclose(clean[incomes].sum(axis=1), clean["total_income"])
+    spent = [c for c in df.columns if c.endswith("_exp") and c != "total_exp"]
+    assert len(spent) == 8 and np.allclose(clean[spent].sum(axis=1), clean["total_exp"])
+    assert (clean.groupby("district")["region"].nunique() == 1).all()
+    assert clean.loc[clean["head_marital"] != "married", "spouse_age"].isna().all()
+    assert (clean[["goats", "cattle", "chickens", "land_ha"]] >= 0).all().all()
+    assert ((clean["goats"] == 0).mean() > 0.5) and ((clean["land_ha"] == 0).mean() > 0.4)
+    assert clean["year_built"].dropna().between(1890, 2024).all() and clean["dist_clinic_km"].isna().any()
+    assert clean["interview_date"].str.startswith("2025").all()
+    assert set(truth["kind"]) == set(HOUSEHOLD_KINDS)
+    for kind, broken in (
+        ("year_built_200_off", lambda row: row["year_built"] > 2090),
+        ("wage_100x", lambda row: row["wage_income"] > row["total_income"]),
+        ("negative_goats", lambda row: row["goats"] < 0),
+        ("members_not_summing", lambda row: row["n_adults"] + row["n_children"] > row["hh_size"]),
+        ("head_age_extra_digit", lambda row: row["head_age"] >= 180),
+        ("food_monthly_as_yearly", lambda row: row["food_exp"] > 0.5 * row["total_exp"]),
+        ("area_in_square_feet", lambda row: row["floor_area_m2"] > 80 * row["rooms"]),
+        ("survey_year_swapped", lambda row: row["interview_date"].startswith("2052")),
+        ("spouse_age_without_spouse", lambda row: row["head_marital"] != "married" and row["spouse_age"] > 0),
+        ("employed_over_adults", lambda row: row["n_employed"] > row["n_adults"]),
+        ("district_of_other_region", lambda row: (clean.loc[clean["district"] == row["district"], "region"] != row["region"]).all()),
+        ("clinic_sentinel_9999", lambda row: row["dist_clinic_km"] == 9999),
+        ("land_in_square_metres", lambda row: row["land_ha"] >= 100 and row["cattle"] < 40),
+    ):
+        rows = truth.loc[truth["kind"] == kind, "row"]
+        assert len(rows) and all(broken(df.loc[r]) for r in rows), kind
+    # ranches and extended families are rare and not planted
+    assert len(table.rare) and not planted[table.rare].any()
+
+
+def test_households_are_the_same_for_the_same_seed_and_districts_stay_in_their_regions() -> None:
+    a, b = make_households(500, 13, random_state=3), make_households(500, 13, random_state=3)
+    assert a.frame.equals(b.frame) and a.truth.equals(b.truth)
+    other = make_households(3000, 0, random_state=4).frame
+    assert not a.frame.equals(other)
+    both = pd.concat([make_households(3000, 0, random_state=3).frame, other])
+    assert (both.groupby("district")[["region", "weight"]].nunique() == 1).all().all()
