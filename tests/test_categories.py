@@ -257,3 +257,35 @@ def test_a_few_hundred_rows_do_not_tell_a_dependency_from_a_loose_relation() -> 
     few = np.array([[60, 1, 0, 0], [0, 80, 0, 0], [0] * 4, [0] * 4])
     assert Dependency.find(0, 1, sparse.csr_matrix(few), 4, 4) is None
     assert Dependency.find(0, 1, sparse.csr_matrix(20 * few), 4, 4) is not None
+
+
+def test_a_level_whose_rows_leave_a_number_absent_is_a_dependency_a_present_value_breaks() -> None:
+    """Marital status and the spouse's age's indicator (present, other, missing): single, widowed
+    and divorced heads have no spouse's age; 5 rows hold one anyway and break it, a married head
+    without one breaks nothing.  A column absent in almost every row of every level (a note kept in
+    1% of the rows) states nothing, nor does a level whose rows are often present."""
+    rng = np.random.default_rng(7)
+    n = 3000
+    marital = rng.choice(4, size=n, p=[0.6, 0.2, 0.12, 0.08])  # married, single, widowed, divorced
+    spouse = np.where(marital == 0, 0, 2)  # present, or missing (code 2 of 3)
+    spouse[rng.choice(np.flatnonzero(marital == 0), 30, replace=False)] = 2  # not recorded
+    broken = rng.choice(np.flatnonzero(marital > 0), 5, replace=False)
+    spouse[broken] = 0
+    codes, n_codes = np.column_stack([marital, spouse]), [6, 3]
+    model = CategoryModel.fit(codes, n_codes)
+    absences = np.array([False, True])
+    found = {(d.key, d.value): d for d in model.dependencies(np.ones(2, dtype=bool), absences=absences)}
+    assert (0, 1) in found
+    assert set(np.flatnonzero(found[(0, 1)].broken(codes))) == set(broken)
+    assert found[(0, 1)].binding[:4].tolist() == [False, True, True, True]
+    # Without absences, or read as a category's levels, nothing is stated (a missing value is none).
+    assert (0, 1) not in {(d.key, d.value) for d in model.dependencies(np.ones(2, dtype=bool))}
+    # A note kept in 1% of the rows, whatever the level: absent everywhere, no dependency.
+    note = np.where(rng.random(n) < 0.01, 0, 2)
+    sparse_model = CategoryModel.fit(np.column_stack([marital, note]), n_codes)
+    assert not sparse_model.dependencies(np.ones(2, dtype=bool), absences=absences)
+    # Absent in 85% of a level's rows: no level binds.
+    loose = np.where((marital > 0) & (rng.random(n) < 0.15), 0, spouse)
+    assert not CategoryModel.fit(np.column_stack([marital, loose]), n_codes).dependencies(
+        np.ones(2, dtype=bool), absences=absences
+    )

@@ -172,11 +172,17 @@ class CategoryModel:
         return (with_child + 0.5) / (total + 0.5 * len(per_code))
 
     def dependencies(
-        self, features: np.ndarray, seen: bool = False, set_keys: np.ndarray | None = None
+        self,
+        features: np.ndarray,
+        seen: bool = False,
+        set_keys: np.ndarray | None = None,
+        absences: np.ndarray | None = None,
     ) -> list[Dependency]:
         """The functional dependencies along the forest's edges among ``features`` (bool, q): see
         :class:`Dependency`; ``seen``: for new rows, each allowing every pair a training row held;
-        ``set_keys`` (bool, q; None: all): the features whose levels may allow a few values."""
+        ``set_keys`` (bool, q; None: all): the features whose levels may allow a few values;
+        ``absences`` (bool, q; None: none): the features whose missing code a key's level may give
+        (a number's indicator: :meth:`Dependency.find_absent`)."""
         found = []
         for j, table in self.joint.items():
             p = self.parent[j]
@@ -185,9 +191,10 @@ class CategoryModel:
             # Each edge both ways: a sensor gives its site (and the site, many sensors).
             for key, value, counts in ((p, j, table), (j, p, table.T.tocsr())):
                 allow_sets = set_keys is None or bool(set_keys[key])
-                got = Dependency.find(
-                    key, value, counts, self.n_codes[key], self.n_codes[value], seen, allow_sets
-                )
+                k_key, k_value = self.n_codes[key], self.n_codes[value]
+                got = Dependency.find(key, value, counts, k_key, k_value, seen, allow_sets)
+                if got is None and absences is not None and absences[value]:
+                    got = Dependency.find_absent(key, value, counts, k_key, k_value, seen)
                 if got is not None:
                     found.append(got)
         return found
@@ -483,6 +490,41 @@ class Dependency:
             return None  # allows nearly everything (two yes/no columns), and states nothing
         allowed, free = sets
         return cls._of(key, value, _with_seen(allowed, present, seen), free, binding, k_key, k_value)
+
+    @classmethod
+    def find_absent(
+        cls, key: int, value: int, counts: sparse.csr_matrix, k_key: int, k_value: int, seen: bool = False
+    ) -> Dependency | None:
+        """The key levels whose rows leave the value absent (its missing code, the last), as a
+        dependency that a present value breaks; from the (key code x value code) training counts
+        as :meth:`find` reads them.  None unless the rows of some key level hold the value.
+
+        A number's cell that a category rules out (a single head of household has no spouse's
+        age, a cancelled flight no departure time) is missing in every row of those levels, and
+        present in the others' rows: a present one is as much a broken relation as a sensor at
+        another site.  A level binds where ``DEPENDENCY_MIN_ROWS`` or more rows hold it and all
+        but ``DEPENDENCY_LEVEL_OFF`` of them leave the value absent, held to ``DEPENDENCY_MAX_OFF``
+        and the binomial test of :meth:`find` over those levels; the levels that do not bind must
+        hold the value in most of their rows, ``DEPENDENCY_MIN_MINORITY`` or more: a column missing
+        almost everywhere (a note kept in 1% of the rows) is absent in every level, and its
+        present cells are what it holds, not exceptions.  A missing cell still breaks nothing."""
+        levels = sparse.csr_matrix(counts, dtype=np.float64)[: k_key - 2, :].tocsr()
+        rows = np.asarray(levels.sum(axis=1)).ravel()
+        absent = np.asarray(levels[:, k_value - 1].todense()).ravel()
+        enough = rows >= DEPENDENCY_MIN_ROWS
+        binding = enough & (rows - absent <= DEPENDENCY_LEVEL_OFF * rows)
+        others = enough & ~binding
+        held = rows[others] - absent[others]
+        if not binding.any() or held.sum() < DEPENDENCY_MIN_MINORITY or held.sum() < 0.5 * rows[others].sum():
+            return None
+        off, n = float((rows - absent)[binding].sum()), float(rows[binding].sum())
+        if not (off <= DEPENDENCY_MAX_OFF * n and binom.cdf(off, n, DEPENDENCY_LOOSE) <= DEPENDENCY_LEVEL):
+            return None
+        where = np.flatnonzero(binding)
+        allowed = sparse.csr_matrix(
+            (np.ones(len(where)), (where, np.full(len(where), k_value - 1))), shape=levels.shape
+        )
+        return cls._of(key, value, _with_seen(allowed, levels, seen), None, binding, k_key, k_value)
 
     @classmethod
     def _of(

@@ -393,7 +393,8 @@ class TableModel:
         # "misc_value not 0 goes with 'attached' or 'detached'" flagged a clean carport.
         set_keys = np.zeros(self.categories.n_features, dtype=bool)
         set_keys[: len(schema.categorical_names)] = True
-        return self.categories.dependencies(columns, seen=new_rows, set_keys=set_keys)
+        # A number's cell may be what a level rules out (a single head has no spouse's age).
+        return self.categories.dependencies(columns, seen=new_rows, set_keys=set_keys, absences=~set_keys)
 
     def tested_codes(self) -> np.ndarray:
         """Which code features get a cell test: those that took more than one code in training (a
