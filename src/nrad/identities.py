@@ -111,9 +111,10 @@ INVOLVED = 1e-3
 #: Prediction uncertainty of the fitted coefficients, in standard errors, added to the tolerance.
 SE_MARGIN = 6.0
 
-#: The forms searched: in the table's units, in logs, and in logs with whole-number factors exact
-#: (counts: see :func:`_tolerance`).
-FORMS = ("units", "log", "counts")
+#: The forms searched: in the table's units, in logs, in logs with whole-number factors exact
+#: (counts: see :func:`_tolerance`), and in the table's units with whole numbers exact (a count
+#: that is the sum of others: a household's size its adults and its children).
+FORMS = ("units", "log", "counts", "whole")
 #: Within one level, an identity may be off in at most this share of the rows (the share over all
 #: the levels it holds in is ``MAX_BROKEN``: errors of a table cluster in a level by chance).
 LEVEL_MAX_OFF = 0.1
@@ -191,6 +192,8 @@ class Identities:
         positive = columns[np.isfinite(logs[:, columns]).mean(axis=0) >= MIN_PRESENT]
         everywhere = np.ones(n, dtype=bool)
         in_units = _Form(values, values, step, typical, False, False, rng)
+        whole_units = _Form(values, values, step, typical, False, True, rng)
+        whole = columns[step[columns] >= 1.0]
         # In logs, whole-number factors exact first, then read as rounded (see _tolerance).
         in_logs = (
             _Form(logs, values, step, typical, True, True, rng),
@@ -202,6 +205,11 @@ class Identities:
             got = in_units.search(a, others, everywhere)
             if got is not None and got.accepted():
                 found.append((0, int(a), -1, -1, got.coef, got.gram))
+            elif a in whole and len(whole_others := np.intersect1d(others, whole)):
+                # A count made of counts, to the unit (see _tolerance).
+                got = whole_units.search(a, whole_others, everywhere)
+                if got is not None and got.accepted():
+                    found.append((3, int(a), -1, -1, got.coef, got.gram))
             positive_others = positive[positive != a] if closest is None else np.intersect1d(others, positive)
             if a in positive and len(positive_others) >= 1:
                 for index, form in ((2, in_logs[0]), (1, in_logs[1])):
@@ -332,7 +340,7 @@ class Identities:
         logs = _logs(values)
         out = np.empty((len(values), self.n_identities))
         for k in range(self.n_identities):
-            log, counts = bool(self.form[k] != 0), bool(self.form[k] == 2)
+            log, counts = _form_reads(int(self.form[k]))
             form_values = logs if log else values
             off, tol = _off(
                 form_values, values, self.step, self.response[k], self.coef[k], self.gram[k], log, counts
@@ -346,7 +354,7 @@ class Identities:
         negligible against the response's typical size."""
         coef = self.coef[k][1:]
         # In logs a term's weight is its exponent.
-        typical = np.ones(len(coef)) if self.form[k] != 0 else self.typical
+        typical = self.typical if not _form_reads(int(self.form[k]))[0] else np.ones(len(coef))
         out = np.abs(coef) * typical >= INVOLVED * max(float(typical[self.response[k]]), np.finfo(float).tiny)
         out[self.response[k]] = True
         return out
@@ -355,7 +363,7 @@ class Identities:
         """(n,) the response of identity ``k`` as its predictors give it, in the table's units (NaN
         where a cell it needs is absent or, in logs, not positive)."""
         values = np.asarray(values, dtype=np.float64)
-        log = bool(self.form[k] != 0)
+        log = _form_reads(int(self.form[k]))[0]
         form_values = _logs(values) if log else values
         coef = self.coef[k]
         predictors = np.flatnonzero(coef[1:] != 0)
@@ -371,7 +379,7 @@ class Identities:
         involved = self.involved(k)
         involved[a] = False
         predictors = np.flatnonzero(involved)
-        if self.form[k] == 0:
+        if not _form_reads(int(self.form[k]))[0]:
             terms = [(float(coef[1 + j]), names[j]) for j in predictors]
             # The intercept is written where it is more than the response's rounding.
             if abs(coef[0]) > self.step[a] / 2.0:
@@ -431,6 +439,12 @@ class Identities:
         ):
             raise ValueError(f"identities must name features 0 to {p - 1} and levels of the categories")
         return cls(form, response, feature, level, coef, gram, step, typical)
+
+
+def _form_reads(form: int) -> tuple[bool, bool]:
+    """Whether form ``form`` (index into ``FORMS``) reads logs, and whether it takes whole numbers
+    as exact."""
+    return FORMS[form] in ("log", "counts"), FORMS[form] in ("counts", "whole")
 
 
 def _within_levels(
@@ -573,6 +587,13 @@ def _tolerance(
             rel[:, predictors] *= step[predictors] < 1.0
         return rel[:, a] + rows_times(rel[:, predictors], np.abs(beta)) + FLOAT_ERROR
     size = np.abs(units[:, a]) + rows_times(np.abs(units[:, predictors]), np.abs(beta))
+    if counts:
+        # Whole numbers taken as exact, the response's too: read as rounded, a sum of three small
+        # counts could be off by 1.5, more than a fifth of the counts' spread (MAX_TOLERANCE_SHARE),
+        # and "size = adults + children" was no identity.  A sum that holds to the unit in all but
+        # MAX_BROKEN of the rows is no accident (rounded values summed are off by a unit in many);
+        # the form is tried where the rounded one finds none.
+        half = half * (step < 1.0)
     return half[a] + half[predictors] @ np.abs(beta) + FLOAT_ERROR * size
 
 
@@ -674,7 +695,10 @@ class _Form:
         coef[place] = beta
         gram[np.ix_(place, place)] = gram_small
         spread = 1.4826 * float(np.median(np.abs(form_values[rows, a] - np.median(form_values[rows, a]))))
-        if not np.median(all_tol) <= MAX_TOLERANCE_SHARE * spread:
+        # A response that holds one value in most rows has no spread: "pool area = 0" holds in
+        # 99.5% of the rows, to the unit, and is no relation (a tolerance of rounding never fits
+        # within no spread; whole numbers read as exact have none).
+        if not (spread > 0 and np.median(all_tol) <= MAX_TOLERANCE_SHARE * spread):
             return None
         with np.errstate(invalid="ignore"):
             outside = int((~(all_off <= all_tol)).sum())

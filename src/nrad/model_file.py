@@ -41,6 +41,8 @@ from nrad.preprocess import TableSchema
 from nrad.table import MAX_CELL_FEATURES, TableModel
 
 FORMAT = "nrad-model"
+#: Version 22: an identity may hold between whole numbers read as exact (form ``whole``: a count
+#: that is the sum of others); a file of version 9 to 21 still reads, without them.
 #: Version 21: the walls say which numeric columns hold times of day written HHMM (``clock``): a
 #: value no such time is outside the column's support; a file of version 9 to 20 still reads, and
 #: reads no column as one.
@@ -82,8 +84,8 @@ FORMAT = "nrad-model"
 #: each cell tested by its residual and by its value in context), lattice walls, the robust
 #: Gaussian's sparse columns (p-values of earlier versions were calibrated differently: those
 #: files must be refitted).
-FORMAT_VERSION = 21
-READS_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21)
+FORMAT_VERSION = 22
+READS_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22)
 MANIFEST, TENSORS = "manifest.json", "tensors.safetensors"
 MAX_MANIFEST_BYTES = 16 * 2**20
 MAX_TENSOR_BYTES = 2 * 2**30
