@@ -700,9 +700,16 @@ class _Form:
         # within no spread; whole numbers read as exact have none).
         if not (spread > 0 and np.median(all_tol) <= MAX_TOLERANCE_SHARE * spread):
             return None
+        # Whole numbers read as exact (the form "whole") have no margin past their tolerance: the
+        # misses rounding could make are its shoulder.  Codes 0 to 9 of two shares that make 100%
+        # sum to 9 in 98.8% of 5,822 rows and to 8 or 10 in the rest: rounded, not counted.
+        shoulder_tol = BROKEN_MARGIN * all_tol
+        if counts and not log:
+            rounded = _off(form_values[cells], units[cells], step[cols], 0, coef_local, gram_local, log)
+            shoulder_tol = rounded[1]
         with np.errstate(invalid="ignore"):
             outside = int((~(all_off <= all_tol)).sum())
-            shoulder = int(((all_off > all_tol) & (all_off <= BROKEN_MARGIN * all_tol)).sum())
+            shoulder = int(((all_off > all_tol) & (all_off <= shoulder_tol)).sum())
         return Fit(coef, gram, outside, shoulder, len(rows)) if outside <= LEVEL_MAX_OFF * len(rows) else None
 
 
