@@ -136,3 +136,26 @@ def test_dask_without_a_cluster_embeds_the_model_once(model: TableModel, data: p
     ref, _ = model.score(sub, contamination=0.1, explain="none")
     np.testing.assert_array_equal(got["anomaly_score"].to_numpy(), ref["anomaly_score"].to_numpy())
     np.testing.assert_array_equal(got["flagged"].to_numpy(), ref["flagged"].to_numpy())
+
+
+def test_the_dask_reader_reads_counts_with_points_between_thousands_as_the_local_one_does(tmp_path: Path) -> None:
+    """A semicolon file of decimal commas writes its counts 45.011 and 839: read by Dask as by
+    ``nrad.io.read_table``, forty-five thousand and eleven; a word in such a column past the
+    rows that decided so stops the run, its column and value named."""
+    from nrad.distributed import read_data
+    from nrad.errors import NradError
+    from nrad.io import read_table
+
+    rows = ["id;price;quantity"]
+    for i in range(40):
+        quantity = f"{45 + i}.{11 * i:03d}" if i % 2 else str(800 + i)
+        rows.append(f"{i};{i},50;{quantity}")
+    path = tmp_path / "eu.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    got = read_data(path).compute()
+    assert got["quantity"].tolist() == read_table(path)["quantity"].astype(float).tolist()
+    assert got["quantity"].tolist()[:4] == [800, 46_011, 802, 48_033]
+    # A word past the rows that decide how the file writes its numbers (nrad.io.SNIFF_ROWS).
+    path.write_text("\n".join(rows + rows[1:] * 130 + ["40;1,50;n.a."]) + "\n", encoding="utf-8")
+    with pytest.raises(NradError, match=r"'quantity'.*'n\.a\.'"):
+        read_data(path).compute()

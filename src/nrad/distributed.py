@@ -257,9 +257,38 @@ def read_data(data: str | Path) -> Any:
         # Split files into partitions of about BLOCKSIZE by row groups: by
         # default one file is one partition, which leaves all but one worker idle.
         return dd.read_parquet(data, split_row_groups="infer", blocksize=BLOCKSIZE)
-    from nrad.io import csv_delimiter
+    from nrad.io import csv_delimiter, grouped_thousands
 
-    return dd.read_csv(data, sep=csv_delimiter(data), blocksize=BLOCKSIZE, assume_missing=True)
+    delimiter = csv_delimiter(data)
+    # Counts written 45.011 in a file of decimal commas are read as the one-machine reader reads
+    # them (nrad.io.grouped_thousands): as text, their points taken out in each partition.
+    grouped = grouped_thousands(data, delimiter)
+    ddf = dd.read_csv(
+        data, sep=delimiter, blocksize=BLOCKSIZE, assume_missing=True, dtype=dict.fromkeys(grouped, "object")
+    )
+    if not grouped:
+        return ddf
+    meta = ddf._meta.astype(dict.fromkeys(grouped, "float64"))
+    return ddf.map_partitions(_ungrouped, grouped, str(data), meta=meta)
+
+
+def _ungrouped(part: pd.DataFrame, grouped: list[str], name: str) -> pd.DataFrame:
+    """A partition's ``grouped`` columns as numbers, their points out; a value that is no such
+    number stops the run with its column and value named (a partition's dtype cannot differ from
+    the others', so it cannot stay text as the one-machine reader leaves it)."""
+    out = part.copy()
+    for c in grouped:
+        text = out[c].astype("string").str.strip()
+        values = pd.to_numeric(text.str.replace(".", "", regex=False), errors="coerce")
+        bad = text.notna() & values.isna()
+        if bad.any():
+            raise NradError(
+                f"{name}: column {c!r} writes its numbers with points between thousands (45.011), "
+                f"but holds {text[bad].iloc[0]!r}; correct that value, or read the file with "
+                "--engine local, which keeps such a column as text"
+            )
+        out[c] = values.astype("float64")
+    return out
 
 
 def _current_client() -> Any:
