@@ -42,8 +42,7 @@ from nrad.table import MAX_CELL_FEATURES, TableModel
 
 FORMAT = "nrad-model"
 #: Version 22: an identity may hold between whole numbers read as exact (form ``whole``: a count
-#: that is the sum of others), and a band may be vouched for by a partner column whose far values
-#: go with it (``bands.partner`` and the like); a file of version 9 to 21 still reads, without them.
+#: that is the sum of others); a file of version 9 to 21 still reads, without them.
 #: Version 21: the walls say which numeric columns hold times of day written HHMM (``clock``): a
 #: value no such time is outside the column's support; a file of version 9 to 20 still reads, and
 #: reads no column as one.
