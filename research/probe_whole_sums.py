@@ -54,7 +54,7 @@ def main() -> None:
             rows = int(broken[:, ids.involved(k)].any(axis=1).sum()) if broken is not None else 0
             formula = ids.formula(k, names, lambda v: f"{v:.3g}")
             name = f"{r['Package']}::{r['Item']}"
-            print(f"{name} ({len(df)} rows) | {formula} | rows breaking an identity of its columns: {rows}", flush=True)
+            print(f"{name} ({len(df)} rows) | {formula} | rows breaking one: {rows}", flush=True)
 
 
 if __name__ == "__main__":
