@@ -450,6 +450,18 @@ def _planted_rows(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
     return np.sort(rng.choice(n, size=k, replace=False)) if k else np.zeros(0, dtype=int)
 
 
+def _where_possible(
+    rows: np.ndarray, kinds: tuple[str, ...], can: dict[str, np.ndarray], rng: np.random.Generator
+) -> None:
+    """Move each planted row (in place; the ``i``-th gets kind ``kinds[i % len(kinds)]``) whose
+    kind is no error there (``can[kind]`` False at it: a sea-level pressure at a coastal station)
+    to a random row where it is one, not planted already."""
+    for i in range(len(rows)):
+        where = can.get(kinds[i % len(kinds)])
+        if where is not None and not where[rows[i]]:
+            rows[i] = int(rng.choice(np.setdiff1d(np.flatnonzero(where), rows)))
+
+
 # -- further planted families: wide tables, relations between columns, a broken batch ------------
 
 
@@ -2527,10 +2539,7 @@ def make_weather(
         "sunshine_over_day_length": winter & ~np.isin(k, no_sun),
         "snow_in_heat": t_max > 20,
     }
-    for i in range(len(rows)):
-        where = can.get(kinds[i % len(kinds)])
-        if where is not None and not where[rows[i]]:
-            rows[i] = int(rng.choice(np.setdiff1d(np.flatnonzero(where), rows)))
+    _where_possible(rows, kinds, can, rng)
     records = []
     for i, row in enumerate(rows):
         kind = kinds[i % len(kinds)]
@@ -2808,10 +2817,7 @@ def make_households(
         "wage_100x": df["wage_income"].to_numpy() > 0,
         "year_built_200_off": built < 2000,
     }
-    for i in range(len(rows)):
-        where = can.get(kinds[i % len(kinds)])
-        if where is not None and not where[rows[i]]:
-            rows[i] = int(rng.choice(np.setdiff1d(np.flatnonzero(where), rows)))
+    _where_possible(rows, kinds, can, rng)
     records = []
     for i, row in enumerate(rows):
         kind = kinds[i % len(kinds)]
