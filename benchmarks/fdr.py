@@ -153,7 +153,7 @@ def family(name: str) -> Any:
 NULLS = {"gaussian": gaussian, "heavy": heavy, "discrete": discrete, "wide": wide,
          **{f: family(f) for f in ("transactions", "sensors", "patients", "properties", "shipments", "batch",
                                    "lab_panel", "meters", "invoices", "bookings", "flows", "employees",
-                                   "trips", "exams", "loans", "flights", "weather", "households")}}  # fmt: skip
+                                   "trips", "exams", "loans", "flights", "weather", "households", "cars")}}  # fmt: skip
 PLANTED = ("transactions", "sensors", "patients", "properties", "shipments", "lab_panel", "meters")
 
 

@@ -60,6 +60,7 @@ IDS = {
     "flights": "flight_id",
     "weather": "obs_id",
     "households": "hh_id",
+    "cars": "listing_id",
 }
 #: The four kinds the issue describes: an impossible age, a 30x amount, a 40x quantity, a broken relation.
 ISSUE_KINDS = ("impossible_age", "huge_amount", "huge_quantity", "age_balance")

@@ -15,6 +15,9 @@ from nrad.synthetic import (
     GRADE_KINDS,
     GRADE_RATES,
     HOUSEHOLD_KINDS,
+    CAR_KINDS,
+    CAR_MODELS,
+    CO2_PER_LITRE,
     LOAN_KINDS,
     TAXI_ZONES,
     TRIP_KINDS,
@@ -22,6 +25,7 @@ from nrad.synthetic import (
     make_employees,
     make_exam_results,
     make_flights,
+    make_car_listings,
     make_households,
     make_loan_applications,
     make_network_flows,
@@ -371,3 +375,44 @@ def test_households_are_the_same_for_the_same_seed_and_districts_stay_in_their_r
     assert not a.frame.equals(other)
     both = pd.concat([make_households(3000, 0, random_state=3).frame, other])
     assert (both.groupby("district")[["region", "weight"]].nunique() == 1).all().all()
+
+
+def test_car_listings_keep_their_relations_except_where_planted() -> None:
+    table = make_car_listings(3000, 36, random_state=5)
+    df, truth = table.frame, table.truth
+    planted = table.labels.astype(bool)
+    clean = df[~planted]
+    assert df.shape[1] == 25 and df["listing_id"].is_unique
+    model_make = {s[0]: m for m, specs in CAR_MODELS.items() for s in specs}
+    assert (clean["model"].map(model_make) == clean["make"]).all()
+    electric = clean["fuel"] == "electric"
+    assert clean.loc[electric, ["engine_l", "consumption_l_100km"]].isna().all().all()
+    assert (clean.loc[electric, "co2_g_km"] == 0).all() and (clean.loc[electric, "gearbox"] == "automatic").all()
+    burnt = clean[~electric].dropna(subset=["consumption_l_100km"])
+    per_litre = burnt["fuel"].map(CO2_PER_LITRE)
+    assert np.allclose(burnt["co2_g_km"], (burnt["consumption_l_100km"] * per_litre).round())
+    assert (clean.loc[clean["seller"] == "private", "warranty_months"] == 0).all()
+    assert (clean["owners"].dropna() >= 1).all() and clean["year"].between(1960, 2025).all()
+    assert (clean["price_eur"] >= 300).all() and (clean["price_eur"] % 50 == 0).all()
+    assert (clean.groupby("body")["doors"].max() <= 5).all() and clean["seats"].between(2, 9).all()
+    assert set(truth["kind"]) == set(CAR_KINDS)
+    for kind, broken in (
+        ("mileage_extra_zero", lambda row: row["mileage_km"] >= 10 * 14000 * 0.3 * max(2025 - row["year"], 1)),
+        ("price_missing_digit", lambda row: row["price_eur"] % 50 != 0 or row["price_eur"] < 300),
+        ("year_typo", lambda row: not 1960 <= row["year"] <= 2025),
+        ("engine_in_cc", lambda row: row["engine_l"] > 500),
+        ("electric_with_engine", lambda row: row["fuel"] == "electric" and row["engine_l"] > 0),
+        ("co2_off_consumption", lambda row: row["co2_g_km"] > 1.3 * 23.1 * row["consumption_l_100km"] * 0.99),
+        ("negative_owners", lambda row: row["owners"] < 0),
+        ("seats_for_other_body", lambda row: row["seats"] == 1 or (row["seats"] == 9 and row["body"] != "van")),
+        ("model_of_other_make", lambda row: model_make[row["model"]] != row["make"]),
+        ("price_placeholder", lambda row: row["price_eur"] in (1.0, 999999.0)),
+        ("odometer_rolled_back", lambda row: row["mileage_km"] < 100 and 2025 - row["year"] >= 7),
+        ("warranty_on_private_sale", lambda row: row["seller"] == "private" and row["warranty_months"] > 0),
+    ):
+        rows = truth.loc[truth["kind"] == kind, "row"]
+        assert len(rows) and all(broken(df.loc[r]) for r in rows), kind
+    # classics, Ferraris and the taxis' mileages are rare and not planted
+    assert len(table.rare) and not planted[table.rare].any()
+    again = make_car_listings(3000, 36, random_state=5)
+    assert again.frame.equals(df) and again.truth.equals(truth)

@@ -2869,3 +2869,219 @@ def make_households(
 
 
 FAMILIES["households"] = make_households
+
+
+# -- used-car listings: a product's make and model, its age and wear, what it is sold for ---------
+
+CAR_KINDS = (
+    "mileage_extra_zero",
+    "price_missing_digit",
+    "year_typo",
+    "engine_in_cc",
+    "electric_with_engine",
+    "co2_off_consumption",
+    "negative_owners",
+    "seats_for_other_body",
+    "model_of_other_make",
+    "price_placeholder",
+    "odometer_rolled_back",
+    "warranty_on_private_sale",
+)
+#: The seed of what every table of listings shares: the models on sale and what they cost new.
+CAR_WORLD = 1886
+#: Per make: its models as (model, body, engine litres or 0 for an electric model, price new in
+#: euros).  Ferrari is the rare make.
+CAR_MODELS = {
+    "Volkswagen": (("Polo", "hatchback", 1.0, 19000), ("Golf", "hatchback", 1.5, 27000),
+                   ("Passat", "estate", 2.0, 38000), ("Tiguan", "suv", 2.0, 36000), ("ID.3", "hatchback", 0, 37000)),
+    "Toyota": (("Yaris", "hatchback", 1.5, 20000), ("Corolla", "sedan", 1.8, 28000),
+               ("RAV4", "suv", 2.5, 38000), ("Hilux", "pickup", 2.4, 40000)),
+    "Ford": (("Fiesta", "hatchback", 1.0, 18000), ("Focus", "hatchback", 1.5, 25000),
+             ("Kuga", "suv", 2.0, 33000), ("Transit", "van", 2.0, 39000), ("Mustang", "coupe", 5.0, 60000)),
+    "BMW": (("1 Series", "hatchback", 1.5, 32000), ("3 Series", "sedan", 2.0, 45000),
+            ("X5", "suv", 3.0, 80000), ("i4", "sedan", 0, 58000)),
+    "Renault": (("Clio", "hatchback", 1.0, 18000), ("Megane", "hatchback", 1.3, 25000),
+                ("Zoe", "hatchback", 0, 33000), ("Kangoo", "van", 1.5, 26000)),
+    "Skoda": (("Fabia", "hatchback", 1.0, 18000), ("Octavia", "estate", 1.5, 29000),
+              ("Kodiaq", "suv", 2.0, 40000)),
+    "Tesla": (("Model 3", "sedan", 0, 45000), ("Model Y", "suv", 0, 50000)),
+    "Mercedes": (("A-Class", "hatchback", 1.3, 34000), ("C-Class", "sedan", 2.0, 48000),
+                 ("Sprinter", "van", 2.1, 45000), ("GLE", "suv", 3.0, 80000)),
+    "Ferrari": (("Roma", "coupe", 3.9, 210000), ("F8", "coupe", 3.9, 260000)),
+}  # fmt: skip
+#: Doors and seats of each body: the choices and their chances.
+CAR_BODIES = {
+    "hatchback": ((3, 5), (0.3, 0.7), (5,), (1.0,)),
+    "sedan": ((4,), (1.0,), (5,), (1.0,)),
+    "estate": ((5,), (1.0,), (5,), (1.0,)),
+    "suv": ((5,), (1.0,), (5, 7), (0.7, 0.3)),
+    "pickup": ((2, 4), (0.4, 0.6), (2, 5), (0.4, 0.6)),
+    "van": ((4, 5), (0.5, 0.5), (2, 3, 8, 9), (0.3, 0.3, 0.2, 0.2)),
+    "coupe": ((2,), (1.0,), (2, 4), (0.5, 0.5)),
+}
+#: CO2 per litre of fuel burned (grams): a car's CO2 is its consumption times this, to the gram.
+CO2_PER_LITRE = {"petrol": 23.1, "diesel": 26.4, "hybrid": 23.1}
+
+
+def make_car_listings(
+    n_rows: int = 3000,
+    n_anomalies: int = 24,
+    random_state: int = 0,
+    missing_rate: float = 0.03,
+    kinds: tuple[str, ...] | None = None,
+) -> PlantedTable:
+    """A used-car market's listings in 2024 and 2025, 25 columns: listing id, the date listed, the
+    make and model (each model of one make; a Ferrari in about 1 row in 300), its body, doors and
+    seats (set by the body), model year (most 2010-2024, a few classics of 1965-1989), mileage
+    (about 14,000 km a year, a few taxis and couriers at four times that), fuel (an electric model
+    is electric; others petrol, diesel or hybrid), engine litres (missing for an electric car),
+    power (kW: about 60 per litre, an electric car's its own), fuel consumption (litres per 100 km,
+    missing for an electric car) and CO2 (g/km: the consumption times what a litre of that fuel
+    gives, to the gram; 0 for an electric car), gearbox (an electric car's automatic), colour,
+    previous owners, accident damage (0/1), service history, the seller (dealer or private), the
+    warranty in months (0 for a private seller), the region, the asking price (what the model
+    cost new, less for age and mileage, more for a classic; to 50 euros), views and days listed;
+    missing cells in five columns.
+
+    Kinds: ``mileage_extra_zero`` (mileage_km), ``price_missing_digit`` (price_eur),
+    ``year_typo`` (a year of 2105 or 1201: year), ``engine_in_cc`` (1598 for 1.6: engine_l),
+    ``electric_with_engine`` (a petrol car's fuel written electric: fuel),
+    ``co2_off_consumption`` (CO2 40-80% above its consumption's: co2_g_km), ``negative_owners``
+    (owners), ``seats_for_other_body`` (a coupe of 9 seats, a van of 1: seats),
+    ``model_of_other_make`` (model), ``price_placeholder`` (a price of 1 or 999999: price_eur),
+    ``odometer_rolled_back`` (a car of 8 or more years with a two-digit mileage: mileage_km),
+    ``warranty_on_private_sale`` (warranty_months).  Rare but legitimate: the classics, the
+    Ferraris, the taxis' mileages.
+    """
+    import pandas as pd
+
+    rng = np.random.default_rng(random_state)
+    world = np.random.default_rng(CAR_WORLD)
+    n = n_rows
+    makes = list(CAR_MODELS)
+    share = np.array([world.uniform(0.6, 1.4) for _ in makes])
+    share[makes.index("Ferrari")] = 0.0
+    share = 0.997 * share / share.sum()
+    share[makes.index("Ferrari")] = 0.003
+    make = rng.choice(makes, size=n, p=share)
+    pick = np.array([int(rng.integers(0, len(CAR_MODELS[m]))) for m in make])
+    spec = [CAR_MODELS[m][k] for m, k in zip(make, pick, strict=True)]
+    model = np.array([s[0] for s in spec])
+    body = np.array([s[1] for s in spec])
+    litres = np.array([s[2] for s in spec], dtype=float)
+    new_price = np.array([s[3] for s in spec], dtype=float)
+    electric = litres == 0
+    classic = ~electric & (make != "Tesla") & (rng.random(n) < 0.004)
+    age = np.minimum(np.round(rng.gamma(2.0, 3.2, n)), 29)
+    age = np.where(electric, np.minimum(age, 9), age)
+    age = np.where(classic, rng.integers(36, 60, n), age).astype(int)
+    listed = pd.Timestamp("2024-01-01") + pd.to_timedelta(rng.integers(0, 700, n), unit="D")
+    year = listed.year.to_numpy() - age
+    heavy_use = ~classic & (rng.random(n) < 0.005)
+    per_year = 14000 * np.exp(rng.normal(0, 0.35, n)) * np.where(heavy_use, 4.0, 1.0)
+    per_year = np.where(classic, rng.uniform(300, 1500, n), per_year)
+    mileage = np.round(np.maximum(age, 0.1) * per_year, -1)
+    combustion = rng.choice(["petrol", "diesel", "hybrid"], size=n, p=[0.55, 0.33, 0.12])
+    fuel = np.where(electric, "electric", combustion)
+    fuel = np.where(classic, "petrol", fuel)
+    engine = np.where(electric, np.nan, np.round(litres * rng.choice([0.9, 1.0, 1.0, 1.2], size=n), 1))
+    motor = rng.choice([110, 150, 208, 250], size=n)
+    power = np.where(electric, motor, np.round(engine * rng.normal(60, 8, n)))
+    burn = np.where(fuel == "diesel", 0.85, np.where(fuel == "hybrid", 0.7, 1.0))
+    litre_use = (2.5 + 2.6 * engine) * burn * rng.normal(1, 0.06, n)
+    consumption = np.where(electric, np.nan, np.round(litre_use, 1))
+    per_litre = np.array([CO2_PER_LITRE.get(f, 0.0) for f in fuel])
+    co2 = np.where(electric, 0.0, np.round(consumption * per_litre))
+    doors = np.array([rng.choice(CAR_BODIES[b][0], p=CAR_BODIES[b][1]) for b in body])
+    seats = np.array([rng.choice(CAR_BODIES[b][2], p=CAR_BODIES[b][3]) for b in body])
+    automatic = electric | (rng.random(n) < 0.35 + 0.03 * (10 - np.minimum(age, 10)))
+    gearbox = np.where(automatic, "automatic", "manual")
+    owners = np.minimum(1 + rng.poisson(age / 6.0), 9).astype(float)
+    accident = (rng.random(n) < 0.06 + 0.005 * np.minimum(age, 15)).astype(int)
+    dealer = rng.random(n) < np.where(age <= 8, 0.7, 0.35)
+    seller = np.where(dealer, "dealer", "private")
+    warranty = np.where(dealer & (age <= 8), rng.choice([12, 24], size=n, p=[0.6, 0.4]), 0)
+    value = new_price * np.exp(-0.13 * age - 0.08 * np.log1p(mileage / 10000) - 0.15 * accident)
+    value = np.where(classic, new_price * rng.uniform(0.8, 3.0, n), value)
+    price = np.maximum(np.round(value * np.exp(rng.normal(0, 0.12, n)) / 50) * 50, 300)
+    days = rng.integers(0, 120, n)
+    views = np.round(np.exp(rng.normal(5.0, 0.8, n)) * (1 + days / 30))
+    df = pd.DataFrame(
+        {
+            "listing_id": [f"L{k:07d}" for k in _unique_integers(rng, n, 1, 9_999_999)],
+            "listed_date": listed.strftime("%Y-%m-%d"),
+            "make": make, "model": model, "body": body,
+            "doors": doors.astype(int), "seats": seats.astype(int),
+            "year": year.astype(int), "mileage_km": mileage,
+            "fuel": fuel, "engine_l": engine, "power_kw": power.astype(float),
+            "consumption_l_100km": consumption, "co2_g_km": co2, "gearbox": gearbox,
+            "colour": rng.choice(["black", "white", "grey", "silver", "blue", "red", "green", "brown"],
+                                 size=n, p=[0.2, 0.2, 0.18, 0.14, 0.12, 0.08, 0.04, 0.04]),
+            "owners": owners, "accident_damage": accident,
+            "service_history": rng.choice(["full", "partial", "none"], size=n, p=[0.55, 0.3, 0.15]),
+            "seller": seller, "warranty_months": warranty.astype(int),
+            "region": rng.choice(["north", "south", "east", "west", "centre", "capital"], size=n),
+            "price_eur": price, "views": views, "days_listed": days.astype(int),
+        }
+    )  # fmt: skip
+    kinds = kinds or CAR_KINDS
+    rows = _planted_rows(n, n_anomalies, rng)
+    can = {
+        "engine_in_cc": ~electric, "electric_with_engine": ~electric & (fuel == "petrol"),
+        "co2_off_consumption": ~electric, "odometer_rolled_back": age >= 8,
+        "warranty_on_private_sale": ~dealer, "price_placeholder": ~classic & (make != "Ferrari"),
+    }  # fmt: skip
+    _where_possible(rows, kinds, can, rng)
+    records = []
+    for k, row in enumerate(rows):
+        kind = kinds[k % len(kinds)]
+        causes: tuple[str, ...]
+        if kind == "mileage_extra_zero":
+            df.loc[row, "mileage_km"] = mileage[row] * 10 if mileage[row] >= 20000 else mileage[row] * 100
+            causes = ("mileage_km",)
+        elif kind == "price_missing_digit":
+            df.loc[row, "price_eur"] = np.round(price[row] / 10)
+            causes = ("price_eur",)
+        elif kind == "year_typo":
+            df.loc[row, "year"] = int(rng.choice([2105, 1201])) if rng.random() < 0.5 else year[row] + 90
+            causes = ("year",)
+        elif kind == "engine_in_cc":
+            df.loc[row, "engine_l"] = float(np.round(engine[row] * 1000 - rng.integers(0, 5)))
+            causes = ("engine_l",)
+        elif kind == "electric_with_engine":
+            df.loc[row, "fuel"] = "electric"
+            causes = ("fuel",)
+        elif kind == "co2_off_consumption":
+            df.loc[row, "co2_g_km"] = float(np.round(co2[row] * rng.uniform(1.4, 1.8)))
+            causes = ("co2_g_km",)
+        elif kind == "negative_owners":
+            df.loc[row, "owners"] = -float(rng.integers(1, 3))
+            causes = ("owners",)
+        elif kind == "seats_for_other_body":
+            df.loc[row, "seats"] = 1 if body[row] in ("van", "pickup") else 9
+            causes = ("seats",)
+        elif kind == "model_of_other_make":
+            others = [s[0] for m, ss in CAR_MODELS.items() if m not in (make[row], "Ferrari") for s in ss]
+            df.loc[row, "model"] = str(rng.choice(others))
+            causes = ("model",)
+        elif kind == "price_placeholder":
+            df.loc[row, "price_eur"] = float(rng.choice([1.0, 999999.0]))
+            causes = ("price_eur",)
+        elif kind == "odometer_rolled_back":
+            df.loc[row, "mileage_km"] = float(rng.integers(10, 100))
+            causes = ("mileage_km",)
+        elif kind == "warranty_on_private_sale":
+            df.loc[row, "warranty_months"] = int(rng.choice([12, 24]))
+            causes = ("warranty_months",)
+        else:
+            raise ValueError(f"unknown anomaly kind {kind!r}")
+        records.append({"row": int(row), "kind": kind, "causes": causes})
+    keep = set(rows.tolist())
+    _knock_out(df, ["owners", "views"], missing_rate, rng, keep)
+    _knock_out(df, ["service_history", "colour"], missing_rate, rng, keep)
+    _knock_out(df, ["consumption_l_100km"], missing_rate / 2, rng, keep)
+    rare = np.setdiff1d(np.flatnonzero(classic | heavy_use | (make == "Ferrari")), rows)
+    return PlantedTable(df, pd.DataFrame(records, columns=["row", "kind", "causes"]), rare=rare)
+
+
+FAMILIES["cars"] = make_car_listings
