@@ -821,3 +821,18 @@ def test_the_value_test_leaves_out_values_rare_in_their_context_though_shared_in
     low_column_wide = column_wide.log_p_parts(residuals, values, columns)[1][far, 0]
     low_in_level = in_level.log_p_parts(residuals, values, columns)[1][far, 0]
     assert (low_in_level < low_column_wide - np.log(100)).all() and (low_in_level < np.log(1e-6)).all()
+
+
+def test_a_placeholder_far_below_a_positive_columns_values_is_flagged_and_named() -> None:
+    # Prices of 300 and more, spread over tens of thousands: a price of 1 lies a few hundred below the
+    # cheapest, closer than the dearest are to each other, and read on a linear scale its column's
+    # lower tail called it ordinary (p 0.01 to 0.05).  It is 300 times below anything seen.
+    rng = np.random.default_rng(3)
+    n = 2000
+    age = rng.integers(0, 20, n)
+    df = pd.DataFrame({"age": age.astype(float), "make": rng.choice(["a", "b", "c"], n),
+                       "price": np.round(300 + rng.gamma(4.0, 3000.0, n) * np.exp(-0.05 * age), -1),
+                       "km": np.round(rng.gamma(3.0, 5000.0, n) * (1 + age), -1)})  # fmt: skip
+    df.loc[[7, 900], "price"] = 1.0
+    scored = _flagged_alone(df, [7, 900], "price")
+    assert scored.loc[7, "reason"].startswith("price 1 ")

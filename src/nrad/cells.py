@@ -45,7 +45,13 @@ import numpy as np
 
 from nrad.calibration import TailModel
 from nrad.categories import CategoryModel
-from nrad.numeric import LATTICE_MIN_LEVELS, SHARED_MIN_ROWS, mostly_on_lattice, off_lattice
+from nrad.numeric import (
+    LATTICE_MIN_LEVELS,
+    SHARED_MIN_ROWS,
+    mostly_on_lattice,
+    off_lattice,
+    yeo_johnson_inverse,
+)
 
 #: A numeric column with fewer present values than this gets ranks only, no fitted tail.
 MIN_CELL_VALUES = 100
@@ -187,6 +193,99 @@ CATEGORY_SHARE = 0.2
 Edges = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
+#: A numeric column whose training values are all above 0, the smallest of them at least this many
+#: steps of its lattice (any, when it has none), has its lowest values read in ratios (:class:`Ratios`):
+#: a count of 1 or 2 is no ratio to 0 ...
+RATIO_MIN_STEPS = 5
+#: ... where the smallest value is this quantile of the training values (a table fitted on itself
+#: holds its placeholders: a price of 1 among 3,000 of 300 and more) ...
+RATIO_QUANTILE = 0.01
+#: ... and a value at or below 0 is read as this share of that smallest value.
+RATIO_FLOOR = 1e-3
+
+
+@dataclass(frozen=True)
+class Ratios:
+    """The numeric columns whose value in its column is read in ratios on its lower side.
+
+    A positive quantity's spread is a matter of ratios at its low end: a car
+    listed at 1 euro where the cheapest of 3,000 asked 300 is 300 times below
+    anything seen, and a placeholder; read on a linear scale it lies a few
+    hundred euros below the cheapest, closer than the dearest cars are to
+    each other, and its column's lower tail calls it ordinary.  So is an
+    amount of 0.01 beside amounts of 5 to 5,000 read as shaped (the shape
+    ``log1p(x / s)`` flattens every value below ``s``).  For such a column
+    the lower side of the value-in-column test reads ``-log x`` in the
+    table's units: the same ranks as ``-y`` among the training values, and a
+    tail that extrapolates in ratios.  Its upper side is unchanged (an age
+    of 140 is far in years, not much in ratios).  Only where the smallest
+    training value is well away from 0 in steps of the column's lattice
+    (``RATIO_MIN_STEPS``): a count's 1 is no ratio to its 0.
+    """
+
+    #: Per feature: the shape's magnitude and exponent (:class:`nrad.numeric.NumericModel`), NaN
+    #: where the column is not read in ratios ...
+    magnitude: np.ndarray
+    exponent: np.ndarray
+    #: ... and the smallest value read (``RATIO_FLOOR`` times the smallest training value).
+    floor: np.ndarray
+
+    @classmethod
+    def fit(
+        cls, units: np.ndarray, magnitude: np.ndarray, exponent: np.ndarray, spacing: np.ndarray
+    ) -> Ratios | None:
+        """From the training rows' numbers in the table's units (``units``, n x p, NaN absent or at a
+        spike), the numeric model's per-feature ``magnitude`` and ``exponent``, and its lattice
+        ``spacing`` (0: continuous); None when no column is read in ratios.  A column of fewer than
+        ``MIN_CELL_VALUES`` values (whose tails are ranks only) is not."""
+        # The smallest values a 1% trim leaves: a table fitted on itself holds its placeholders.
+        smallest = np.full(units.shape[1], np.nan)
+        for j in range(units.shape[1]):
+            seen = units[:, j][np.isfinite(units[:, j])]
+            if len(seen) >= MIN_CELL_VALUES:
+                smallest[j] = np.quantile(seen, RATIO_QUANTILE)
+        with np.errstate(invalid="ignore"):
+            read = (smallest > 0) & (smallest >= RATIO_MIN_STEPS * spacing)
+        if not read.any():
+            return None
+        nan = np.full(len(read), np.nan)
+        return cls(
+            np.where(read, magnitude, nan),
+            np.where(read, exponent, nan),
+            np.where(read, RATIO_FLOOR * smallest, nan),
+        )
+
+    def low(self, j: int, c: np.ndarray) -> np.ndarray:
+        """The lower side's statistic of column ``j``'s shaped values ``c``: ``-c``, or ``-log`` of
+        the value in the table's units (NaN stays NaN)."""
+        if not np.isfinite(self.magnitude[j]):
+            return -np.asarray(c, dtype=np.float64)
+        x = self.magnitude[j] * yeo_johnson_inverse(c, self.exponent[j])
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            return -np.log(np.maximum(x, self.floor[j]))
+
+    def to_arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        return {
+            f"{prefix}magnitude": self.magnitude,
+            f"{prefix}exponent": self.exponent,
+            f"{prefix}floor": self.floor,
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], prefix: str, p: int) -> Ratios | None:
+        """None where the file holds none (a model file of version 22 or before reads every column's
+        lower side as shaped)."""
+        if f"{prefix}magnitude" not in arrays:
+            return None
+        parts = [
+            np.asarray(arrays[f"{prefix}{name}"], dtype=np.float64)
+            for name in ("magnitude", "exponent", "floor")
+        ]
+        if any(part.shape != (p,) for part in parts):
+            raise ValueError(f"cell ratios have shapes {[part.shape for part in parts]}, expected ({p},)")
+        return cls(*parts)
+
+
 @dataclass
 class NumericCellTests:
     """Per numeric feature, three tests of each cell, each with a tail per side (upper, lower):
@@ -200,6 +299,8 @@ class NumericCellTests:
     value_lower: list[TailModel]
     column_upper: list[TailModel]
     column_lower: list[TailModel]
+    #: The columns whose lowest values are read in ratios (None: none).
+    ratios: Ratios | None = None
 
     @classmethod
     def fit(
@@ -213,6 +314,7 @@ class NumericCellTests:
         few: np.ndarray | None = None,
         bands: np.ndarray | None = None,
         in_context: np.ndarray | None = None,
+        ratios: Ratios | None = None,
     ) -> NumericCellTests:
         """From (n, p) out-of-fold residuals of the training rows, their (n, p) values in context
         and their (n, p) values as the columns hold them, shaped (NaN where the cell is absent);
@@ -225,7 +327,8 @@ class NumericCellTests:
         whose rows' cells no test leaves out, in any column.  ``in_context`` (n, p, bool): the
         cells whose value many rows of their context share
         (:meth:`nrad.numeric.NumericModel.shared_in_context`), which the value-in-context test
-        never leaves out instead of ``shared`` (None: ``shared``)."""
+        never leaves out instead of ``shared`` (None: ``shared``).  ``ratios``: the columns whose
+        value in its column is read in ratios on its lower side (:class:`Ratios`)."""
         # A residual's surprise is exponential where the model holds: its tail takes the posterior
         # mean shape, not the average of the shapes' p-values (see TailModel.fit).  A value many
         # rows share is still tested against the rest of its row (an age of 21 is common, and
@@ -247,9 +350,15 @@ class NumericCellTests:
             values, np.asarray, trim, CELL_MAX_SHAPE, untrimmed=levels, kept=in_context
         )
         column_upper, column_lower = _side_tails(
-            columns, np.asarray, trim, CELL_MAX_SHAPE, untrimmed=levels, kept=shared
-        )
-        return cls(upper, lower, value_upper, value_lower, column_upper, column_lower)
+            columns, np.asarray, trim, CELL_MAX_SHAPE, untrimmed=levels, kept=shared,
+            lows=None if ratios is None else ratios.low,
+        )  # fmt: skip
+        return cls(upper, lower, value_upper, value_lower, column_upper, column_lower, ratios)
+
+    def column_low(self, j: int, c: np.ndarray) -> np.ndarray:
+        """The lower side's statistic of values ``c`` (shaped) in column ``j``: ``-c``, or where the
+        column is read in ratios, ``-log`` of the value in the table's units (:class:`Ratios`)."""
+        return -c if self.ratios is None else self.ratios.low(j, c)
 
     @property
     def n_features(self) -> int:
@@ -288,9 +397,11 @@ class NumericCellTests:
                 parts[1][seen, j] = _two_sided(
                     self.value_upper[j], self.value_lower[j], r[seen], -r[seen], at[0], _negated(at[1])
                 )
+                high_edge = None if at[3] is None else self.column_low(j, at[3])
                 parts[2][seen, j] = _two_sided(
-                    self.column_upper[j], self.column_lower[j], c[seen], -c[seen], at[2], _negated(at[3])
-                )
+                    self.column_upper[j], self.column_lower[j], c[seen], self.column_low(j, c[seen]), at[2],
+                    high_edge,
+                )  # fmt: skip
         return parts
 
     def left_out(self, residuals: np.ndarray, values: np.ndarray, columns: np.ndarray) -> np.ndarray:
@@ -299,10 +410,11 @@ class NumericCellTests:
         beyond what the rest of the column allows, in any of the three tests, on either side."""
         out = np.zeros(residuals.shape, dtype=bool)
         for j in range(self.n_features):
+            low = self.column_low(j, columns[:, j])
             sides = (
                 (self.upper[j], _surprise(residuals[:, j])), (self.lower[j], _surprise(-residuals[:, j])),
                 (self.value_upper[j], values[:, j]), (self.value_lower[j], -values[:, j]),
-                (self.column_upper[j], columns[:, j]), (self.column_lower[j], -columns[:, j]),
+                (self.column_upper[j], columns[:, j]), (self.column_lower[j], low),
             )  # fmt: skip
             for tail, statistic in sides:
                 out[:, j] |= tail.left_out(statistic)
@@ -317,6 +429,8 @@ class NumericCellTests:
                 part, tensors = tail.to_state(f"{prefix}{side}.{j}.")
                 meta[side].append(part)
                 arrays.update(tensors)
+        if self.ratios is not None:
+            arrays.update(self.ratios.to_arrays(f"{prefix}ratios."))
         return meta, arrays
 
     @classmethod
@@ -326,7 +440,7 @@ class NumericCellTests:
             side: [TailModel.from_state(meta[side][j], arrays, f"{prefix}{side}.{j}.") for j in range(p)]
             for side in _SIDES
         }
-        return cls(**sides)
+        return cls(**sides, ratios=Ratios.from_arrays(arrays, f"{prefix}ratios.", p))
 
 
 _SIDES = ("upper", "lower", "value_upper", "value_lower", "column_upper", "column_lower")
@@ -490,7 +604,10 @@ def far_bands(
     found: list[tuple[int, int, float]] = []
     for j in range(tests.n_features):
         for side, tail in ((1, tests.column_upper[j]), (-1, tests.column_lower[j])):
-            held = tail.left_out(side * columns[:, j]) & vouched[:, j]
+            held = (
+                tail.left_out(columns[:, j] if side > 0 else tests.column_low(j, columns[:, j]))
+                & vouched[:, j]
+            )
             if off is not None:
                 held &= ~off[:, j]
             if held.sum() >= SEGMENT_MIN_ROWS:
@@ -533,16 +650,18 @@ def _side_tails(
     mean_shape: bool = False,
     untrimmed: np.ndarray | None = None,
     kept: np.ndarray | None = None,
+    lows: Any = None,
 ) -> tuple[list[TailModel], list[TailModel]]:
     """Per column of ``stats``, the tails of ``statistic(t)`` (upper side) and ``statistic(-t)``;
     ``mean_shape``: see :meth:`nrad.calibration.TailModel.fit`; ``untrimmed`` (bool per column):
     the columns fitted without ``trim``; ``kept`` (bool, as ``stats``): cells a trim never leaves
-    out (nor any cell of a lower score on that side)."""
+    out (nor any cell of a lower score on that side); ``lows(j, t)``: the lower side's statistic
+    of column ``j`` in place of ``-t`` (:meth:`Ratios.low`)."""
     upper, lower = [], []
     for j in range(stats.shape[1]):
         seen = stats[:, j][np.isfinite(stats[:, j])]
         seen = seen if len(seen) else np.zeros(1)
-        high, low = statistic(seen), statistic(-seen)
+        high, low = statistic(seen), statistic(-seen if lows is None else lows(j, seen))
         if len(seen) < MIN_CELL_VALUES:
             # Too few values (a spike's other values, a column mostly missing) to fit a tail to:
             # ranks only, which never go below 1 / (n + 1).

@@ -33,6 +33,7 @@ from nrad.cells import (
     DECISIVE,
     Edges,
     NumericCellTests,
+    Ratios,
     category_p_values,
     levels_mostly_held,
 )
@@ -122,6 +123,7 @@ class ChannelTails:
         few: np.ndarray | None = None,
         bands: np.ndarray | None = None,
         in_context: np.ndarray | None = None,
+        ratios: Ratios | None = None,
     ) -> ChannelTails:
         """From the training rows' out-of-fold statistics (None: no such channel).  ``cluster``:
         in sample, the distance's tail may leave out a tight cluster standing apart (False: only
@@ -139,7 +141,8 @@ class ChannelTails:
         (:func:`level_shifts`); a row of a band is also read among the band's training rows
         (:class:`BandFloor`).  ``in_context``: the cells whose value many rows of their context
         share, which no value-in-context test's trim leaves out (see
-        :meth:`NumericCellTests.fit`; None: ``shared``)."""
+        :meth:`NumericCellTests.fit`; None: ``shared``).  ``ratios``: the columns whose lowest values
+        are read in ratios (:class:`nrad.cells.Ratios`)."""
         light = in_sample and apart and not small
         trim = (lambda share: share) if in_sample else (lambda share: None)  # noqa: E731
         row, row_shift = _stratified(scores, trim(SCORE_TRIM), MAX_SHAPE, strata, bands)
@@ -168,7 +171,7 @@ class ChannelTails:
             cell_tests
             if cell_tests is not None or residuals is None or values is None or columns is None
             else NumericCellTests.fit(
-                residuals, values, columns, trim(CELL_TRIM), levels, shared, few, bands, in_context
+                residuals, values, columns, trim(CELL_TRIM), levels, shared, few, bands, in_context, ratios
             ),
             row_shift,
             density_shift,

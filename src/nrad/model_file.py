@@ -41,6 +41,9 @@ from nrad.preprocess import TableSchema
 from nrad.table import MAX_CELL_FEATURES, TableModel
 
 FORMAT = "nrad-model"
+#: Version 23: the cell tests say which numeric columns have their lowest values read in ratios
+#: (``ratios``: a price of 1 where the cheapest was 300); a file of version 9 to 22 still reads, and
+#: reads every column's lower side as shaped.
 #: Version 22: an identity may hold between whole numbers read as exact (form ``whole``: a count
 #: that is the sum of others); a file of version 9 to 21 still reads, without them.
 #: Version 21: the walls say which numeric columns hold times of day written HHMM (``clock``): a
@@ -84,8 +87,8 @@ FORMAT = "nrad-model"
 #: each cell tested by its residual and by its value in context), lattice walls, the robust
 #: Gaussian's sparse columns (p-values of earlier versions were calibrated differently: those
 #: files must be refitted).
-FORMAT_VERSION = 22
-READS_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22)
+FORMAT_VERSION = 23
+READS_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23)
 MANIFEST, TENSORS = "manifest.json", "tensors.safetensors"
 MAX_MANIFEST_BYTES = 16 * 2**20
 MAX_TENSOR_BYTES = 2 * 2**30

@@ -51,6 +51,7 @@ from nrad.cells import (
     CellSegments,
     Edges,
     NumericCellTests,
+    Ratios,
     Walls,
     far_bands,
     few_valued,
@@ -700,7 +701,7 @@ def fit_table(
     far = far_dates(enc.far_dates, codes.shape[1])
     prep = Prepared(numeric.shape(enc.numeric), codes, enc.counts, enc.missing, far_dates=far)
     distances, spread, segment, batch, own_cell_tests, two_valued = None, None, False, False, None, None
-    few_levels, bands, first, off, context_shared = None, None, None, None, None
+    few_levels, bands, first, off, context_shared, ratios = None, None, None, None, None, None
     if enc.numeric.shape[1]:
         # Dequantized values (integers spread over their unit cell) train the flows; scoring
         # reads the values as they are.  Absent cells are filled with random observed values
@@ -784,9 +785,12 @@ def fit_table(
         # and its rows train the flows and the other members (their far values are the level's).
         few_levels = few_valued(enc.numeric)
         context_shared = numeric.shared_in_context(enc.numeric, enc.codes)
+        # A positive column's lowest values are read in ratios (a price of 1 among prices of 300 and more).
+        ratios = Ratios.fit(enc.numeric, numeric.magnitude, numeric.exponent, numeric.discrete)
         first = NumericCellTests.fit(
-            residuals, values, spread, CELL_TRIM, two_valued, shared, few_levels, in_context=context_shared
-        )
+            residuals, values, spread, CELL_TRIM, two_valued, shared, few_levels, in_context=context_shared,
+            ratios=ratios,
+        )  # fmt: skip
         left_out = first.left_out(residuals, values, spread)
         model.cell_segments = CellSegments.find(left_out, enc.codes)
         if model.cell_segments is not None:
@@ -826,7 +830,7 @@ def fit_table(
             if bands is not None and own_cell_tests is not None:
                 own_cell_tests = NumericCellTests.fit(
                     residuals, values, spread, CELL_TRIM, two_valued, shared, few_levels, bands,
-                    context_shared,
+                    context_shared, ratios,
                 )  # fmt: skip
     if detector == "fused" and enc.numeric.shape[1]:
         say(f"fitting neighbour and isolation scores ({n_folds} folds)")
@@ -844,7 +848,14 @@ def fit_table(
         alike[:, MEMBERS.index("neighbours") - 1] = model.fusion.training_neighbours(z)
         new_scores = model.fusion.combine(density, alike, new_rows=True)
     model.tails = ChannelTails.fit(
-        new_scores, density if fused else None, distances, residuals, values, spread, bands=bands
+        new_scores,
+        density if fused else None,
+        distances,
+        residuals,
+        values,
+        spread,
+        bands=bands,
+        ratios=ratios,
     )
     # The table scored against itself holds its anomalies: each channel's own tail leaves its top
     # scores out (see ChannelTails.fit).  A small table (FOLD_BANDS' first band) has flows learned
@@ -868,6 +879,7 @@ def fit_table(
         few=few_levels,
         bands=bands,
         in_context=context_shared,
+        ratios=ratios,
     )
     info.update(n_train_rows=len(features), preprocess_counts={**schema.counts, **enc.counts})
     return model
