@@ -25,8 +25,10 @@ dependence between them).
   by its value in its column, with no context at all: where the tail of a
   column's in-context values is heavy, a year of 2207 in a column running
   1895-2010 is 26 sd out in its context and still p = 3e-5; in its column
-  it is 200 years beyond the column's short upper tail.  A cell's p-value
-  is three times the smallest of its three tests' (Bonferroni over them).
+  it is 200 years beyond the column's short upper tail.  A positive
+  column's value in its column is read in ratios on its lower side
+  (:class:`Ratios`: a price of 1 among prices of 300 and more).  A cell's
+  p-value is three times the smallest of its three tests' (Bonferroni over them).
 * **A category** (also a number's missing or spike indicator) is judged by
   the category model itself: the chance that a normal row, with this row's
   parent level, has a level at most as probable,
@@ -200,6 +202,11 @@ RATIO_MIN_STEPS = 5
 #: ... where the smallest value is this quantile of the training values (a table fitted on itself
 #: holds its placeholders: a price of 1 among 3,000 of 300 and more) ...
 RATIO_QUANTILE = 0.01
+#: ... and the values between it and the same quantile from the top span at least this factor: a
+#: quantity that varies by ratios.  Exam scores of 25 to 98 thin out towards their lowest as a
+#: Gaussian does, far from 0; read in ratios that tail was extrapolated a hundred times too steeply
+#: and ordinary low scores were flagged.
+RATIO_SPAN = 10.0
 #: ... and a value at or below 0 is read as this share of that smallest value.
 RATIO_FLOOR = 1e-3
 
@@ -220,7 +227,9 @@ class Ratios:
     tail that extrapolates in ratios.  Its upper side is unchanged (an age
     of 140 is far in years, not much in ratios).  Only where the smallest
     training value is well away from 0 in steps of the column's lattice
-    (``RATIO_MIN_STEPS``): a count's 1 is no ratio to its 0.
+    (``RATIO_MIN_STEPS``): a count's 1 is no ratio to its 0; and only where
+    the values span a factor (``RATIO_SPAN``): a column that thins out far
+    from 0 as a Gaussian does is no ratio either.
     """
 
     #: Per feature: the shape's magnitude and exponent (:class:`nrad.numeric.NumericModel`), NaN
@@ -239,13 +248,15 @@ class Ratios:
         ``spacing`` (0: continuous); None when no column is read in ratios.  A column of fewer than
         ``MIN_CELL_VALUES`` values (whose tails are ranks only) is not."""
         # The smallest values a 1% trim leaves: a table fitted on itself holds its placeholders.
-        smallest = np.full(units.shape[1], np.nan)
+        smallest, largest = np.full(units.shape[1], np.nan), np.full(units.shape[1], np.nan)
         for j in range(units.shape[1]):
             seen = units[:, j][np.isfinite(units[:, j])]
             if len(seen) >= MIN_CELL_VALUES:
-                smallest[j] = np.quantile(seen, RATIO_QUANTILE)
+                smallest[j], largest[j] = np.quantile(seen, [RATIO_QUANTILE, 1.0 - RATIO_QUANTILE])
         with np.errstate(invalid="ignore"):
-            read = (smallest > 0) & (smallest >= RATIO_MIN_STEPS * spacing)
+            read = (
+                (smallest > 0) & (smallest >= RATIO_MIN_STEPS * spacing) & (largest >= RATIO_SPAN * smallest)
+            )
         if not read.any():
             return None
         nan = np.full(len(read), np.nan)
