@@ -836,3 +836,11 @@ def test_a_placeholder_far_below_a_positive_columns_values_is_flagged_and_named(
     df.loc[[7, 900], "price"] = 1.0
     scored = _flagged_alone(df, [7, 900], "price")
     assert scored.loc[7, "reason"].startswith("price 1 ")
+    # A model fitted on clean rows reads a new row's placeholder the same way, and so does its file.
+    model = fit_table(df.drop(index=[7, 900]), random_state=0, max_epochs=20)
+    assert model.tails.cells.ratios is not None
+    loaded = model_from_bytes(model_to_bytes(model))
+    new = df.loc[[7, 8, 900]]
+    p, p_loaded = (m.score(new, fdr=0.1)[0]["p_value"].to_numpy() for m in (model, loaded))
+    np.testing.assert_array_equal(p, p_loaded)
+    assert p[0] < 1e-4 and p[2] < 1e-4 and p[1] > 1e-3
