@@ -844,3 +844,18 @@ def test_a_placeholder_far_below_a_positive_columns_values_is_flagged_and_named(
     p, p_loaded = (m.score(new, fdr=0.1)[0]["p_value"].to_numpy() for m in (model, loaded))
     np.testing.assert_array_equal(p, p_loaded)
     assert p[0] < 1e-4 and p[2] < 1e-4 and p[1] > 1e-3
+
+
+def test_a_few_zeros_of_a_positive_column_are_no_ratio_and_not_flagged() -> None:
+    # Taxi trips of 0.3 to 20 miles and a few cancelled at the kerb (distance 0, fewer than the rows a
+    # shared value needs): read in ratios, each 0 stood a thousand times below the shortest trip.
+    rng = np.random.default_rng(5)
+    n = 2000
+    miles = np.round(np.exp(rng.normal(1.0, 0.7, n)), 2)
+    df = pd.DataFrame({"miles": miles, "fare": np.round(3.0 + 2.5 * miles * rng.uniform(0.9, 1.1, n), 2),
+                       "passengers": rng.integers(1, 5, n).astype(float)})  # fmt: skip
+    df.loc[[3, 50, 700, 1200, 1800, 1999], ["miles", "fare"]] = [0.0, 3.0]  # the flag fall alone
+    model = fit_table(df, random_state=0, max_epochs=20)
+    assert model.tails.cells.ratios is None or not np.isfinite(model.tails.cells.ratios.magnitude[0])
+    scored, _ = model.score(df, fdr=0.1, in_sample=True)
+    assert not scored.loc[[3, 50, 700, 1200, 1800, 1999], "flagged"].any()

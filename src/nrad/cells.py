@@ -207,8 +207,11 @@ RATIO_QUANTILE = 0.01
 #: Gaussian does, far from 0; read in ratios that tail was extrapolated a hundred times too steeply
 #: and ordinary low scores were flagged.
 RATIO_SPAN = 10.0
-#: ... and a value at or below 0 is read as this share of that smallest value.
-RATIO_FLOOR = 1e-3
+#: ... when every training value is above 0: a column that holds a few zeros (a cancelled taxi
+#: trip's distance, 9 of 3,000) is no ratio at its zeros, and read so, each 0 stood a thousand
+#: times below the shortest trip and was flagged.  A new value at or below 0 is read as this share
+#: of the smallest training value (one halving below it).
+RATIO_FLOOR = 0.5
 
 
 @dataclass(frozen=True)
@@ -236,7 +239,7 @@ class Ratios:
     #: where the column is not read in ratios ...
     magnitude: np.ndarray
     exponent: np.ndarray
-    #: ... and the smallest value read (``RATIO_FLOOR`` times the smallest training value).
+    #: ... and where a value at or below 0 is read (``RATIO_FLOOR`` times the smallest training value).
     floor: np.ndarray
 
     @classmethod
@@ -246,24 +249,25 @@ class Ratios:
         """From the training rows' numbers in the table's units (``units``, n x p, NaN absent or at a
         spike), the numeric model's per-feature ``magnitude`` and ``exponent``, and its lattice
         ``spacing`` (0: continuous); None when no column is read in ratios.  A column of fewer than
-        ``MIN_CELL_VALUES`` values (whose tails are ranks only) is not."""
+        ``MIN_CELL_VALUES`` values (whose tails are ranks only) is not, nor one that holds a value at
+        or below 0."""
         # The smallest values a 1% trim leaves: a table fitted on itself holds its placeholders.
-        smallest, largest = np.full(units.shape[1], np.nan), np.full(units.shape[1], np.nan)
-        for j in range(units.shape[1]):
+        p = units.shape[1]
+        least, smallest, largest = np.full(p, np.nan), np.full(p, np.nan), np.full(p, np.nan)
+        for j in range(p):
             seen = units[:, j][np.isfinite(units[:, j])]
             if len(seen) >= MIN_CELL_VALUES:
+                least[j] = seen.min()
                 smallest[j], largest[j] = np.quantile(seen, [RATIO_QUANTILE, 1.0 - RATIO_QUANTILE])
         with np.errstate(invalid="ignore"):
-            read = (
-                (smallest > 0) & (smallest >= RATIO_MIN_STEPS * spacing) & (largest >= RATIO_SPAN * smallest)
-            )
+            read = (least > 0) & (smallest >= RATIO_MIN_STEPS * spacing) & (largest >= RATIO_SPAN * smallest)
         if not read.any():
             return None
         nan = np.full(len(read), np.nan)
         return cls(
             np.where(read, magnitude, nan),
             np.where(read, exponent, nan),
-            np.where(read, RATIO_FLOOR * smallest, nan),
+            np.where(read, RATIO_FLOOR * least, nan),
         )
 
     def low(self, j: int, c: np.ndarray) -> np.ndarray:
@@ -273,7 +277,7 @@ class Ratios:
             return -np.asarray(c, dtype=np.float64)
         x = self.magnitude[j] * yeo_johnson_inverse(c, self.exponent[j])
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            return -np.log(np.maximum(x, self.floor[j]))
+            return np.where(np.isnan(x), np.nan, -np.log(np.where(x > 0, x, self.floor[j])))
 
     def to_arrays(self, prefix: str) -> dict[str, np.ndarray]:
         return {
