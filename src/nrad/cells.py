@@ -40,6 +40,7 @@ dependence between them).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -665,7 +666,7 @@ def _side_tails(
     mean_shape: bool = False,
     untrimmed: np.ndarray | None = None,
     kept: np.ndarray | None = None,
-    lows: Any = None,
+    lows: Callable[[int, np.ndarray], np.ndarray] | None = None,
 ) -> tuple[list[TailModel], list[TailModel]]:
     """Per column of ``stats``, the tails of ``statistic(t)`` (upper side) and ``statistic(-t)``;
     ``mean_shape``: see :meth:`nrad.calibration.TailModel.fit`; ``untrimmed`` (bool per column):
