@@ -182,6 +182,7 @@ def one_run(kind: str, generator: str, mode: str, seed: int, rows: int, dump: st
     """Fit and score one pair of tables; the counts of flags at every level, and the tails' shapes."""
     import torch
 
+    from nrad.stream import SAMPLE_ROWS
     from nrad.synthetic import FAMILIES
     from nrad.table import fit_table
 
@@ -199,6 +200,9 @@ def one_run(kind: str, generator: str, mode: str, seed: int, rows: int, dump: st
         data, truth = table.frame, table.labels.astype(bool)
         clean = FAMILIES[generator](rows, 0, random_state=40_000 + seed).frame
     in_sample = mode == "detect"
+    if not in_sample and len(clean) > SAMPLE_ROWS:
+        # `nrad fit` fits a table larger than this on a uniform sample of its rows (nrad.stream).
+        clean = clean.iloc[np.sort(np.random.default_rng(seed).permutation(len(clean))[:SAMPLE_ROWS])]
     model = fit_table(data if in_sample else clean, random_state=seed)
     # Scores once; then each level's flags exactly as TableModel.score makes them.
     scored, _ = model.score_rows(data, in_sample=in_sample)
