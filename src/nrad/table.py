@@ -824,7 +824,7 @@ def fit_table(
         # A band is vouched for by the identities its rows keep: found once they are fitted.
         if first is not None:
             kept = model.identities.kept(in_units, enc.codes)
-            model.bands = far_bands(first, spread, kept, in_units, off)
+            model.bands = far_bands(first, spread, kept, in_units, off, shared)
             if model.bands is not None:
                 bands = model.bands.mask(in_units, kept) & (True if off is None else ~off)
             if bands is not None and own_cell_tests is not None:
