@@ -31,10 +31,10 @@ from nrad.cells import (
     CELL_TRIM,
     CELL_WEIGHT,
     DECISIVE,
+    SEGMENT_MIN_ROWS,
     Edges,
     NumericCellTests,
     Ratios,
-    SEGMENT_MIN_ROWS,
     category_p_values,
     levels_mostly_held,
 )
