@@ -1,4 +1,4 @@
-"""Why a clean table is flagged: each flagged row's channels, for a table built as benchmarks/fdr.py builds it.
+"""Why a clean table is flagged: each flagged row's channels, the table built as benchmarks/fdr.py builds it.
 
 A clean table of ``--rows`` rows from one of benchmarks/fdr.py's null
 generators, fitted on itself (``detect``) or on its clean twin (``fit``),
