@@ -160,12 +160,13 @@ PAIR_EDGE_LEVEL = 1e-9
 #: least this many values of the first column (remodelled in the year built: 1952, 1961, 2003).
 #: A pile of one pair of values is the two columns' own extremes meeting: 13 of 150 invoices of
 #: one item on 14 days' terms made "quantity is at least payment terms - 13" a wall, and a
-#: wholesale order of 40 items on 60 days' terms impossible.  Nor may one value hold most of the
-#: pile (``PAIR_PILE_SHARE``): in 30,000 weather records the dry days of the lowest station (10 m)
-#: made "elevation at least snow + 10" a wall that a few other rows met by chance, and nine snowy
-#: days at stations of 10 to 39 m were called impossible.
+#: wholesale order of 40 items on 60 days' terms impossible.  Nor may one value hold nearly all of
+#: the pile (``PAIR_PILE_SHARE``): in 30,000 weather records the dry days of the lowest station
+#: (10 m) made "elevation at least snow + 10" a wall that 2 rows of 1,207 met elsewhere by chance,
+#: and nine snowy days at stations of 10 to 39 m were called impossible; households whose adults
+#: all work pile up at "employed at most adults" half of them with one adult, a bound met.
 PAIR_PILE_VALUES = 3
-PAIR_PILE_SHARE = 0.5
+PAIR_PILE_SHARE = 0.9
 #: An order between two columns (the day's lowest at most its highest, a gust at least the wind's
 #: speed, passengers at most the seats) is a wall of their difference at 0 where all but
 #: ``BEYOND_WALL`` of the rows keep it, and the columns paired at random would break it in at
@@ -662,6 +663,11 @@ def far_bands(
     return Bands(feature.astype(np.int64), side.astype(np.int64), bound.astype(np.float64))
 
 
+#: A band read from a column's top share (see far_bands) begins at a gap this many times the usual
+#: spacing of the column's values between its median and the band.
+BAND_GAP_RATIO = 3.0
+
+
 def _band_start(x: np.ndarray, held: np.ndarray, within: bool = False) -> float:
     """Where a band of the values ``x`` (a column's, signed so that the band lies above the rest)
     begins: above the widest gap between the column's median and the least of the band's cells
@@ -680,8 +686,12 @@ def _band_start(x: np.ndarray, held: np.ndarray, within: bool = False) -> float:
     between = np.unique(seen[(seen >= np.median(seen)) & (seen <= upto)])
     if len(between) < 2:
         return least
-    start = float(between[int(np.argmax(np.diff(between))) + 1])
-    if within and np.sum(held & (x >= start)) < SEGMENT_MIN_ROWS:
+    gaps = np.diff(between)
+    start = float(between[int(np.argmax(gaps)) + 1])
+    # Read from the top share, the values must stand apart: a gap several times the values' usual
+    # spacing (stays of 21 nights and more after 16, in steps of one; not 6 adults after 5).
+    apart = gaps.max() >= BAND_GAP_RATIO * np.median(gaps)
+    if within and (not apart or np.sum(held & (x >= start)) < SEGMENT_MIN_ROWS):
         return np.nan
     return start
 
