@@ -365,26 +365,26 @@ def _qq(folder: Path, png: Path) -> list[str]:
 
     from nrad.io import atomic_path
 
-    by_mode: dict[str, list[np.ndarray]] = {}
+    by_mode: dict[tuple[str, int], list[np.ndarray]] = {}
     for f in sorted(folder.glob("clean-*.npz")):
-        mode = f.stem.split("-")[2]
-        by_mode.setdefault(mode, []).append(np.load(f)["p"])
+        _, _, mode, _, rows = f.stem.split("-")
+        by_mode.setdefault((mode, int(rows)), []).append(np.load(f)["p"])
     if not by_mode:
         return []
     lines = ["## Pooled p-values of clean tables", "",
-             f"Every row of every clean run in the `--dump` folder, pooled by mode (a mode without "
-             f"dumps is left out): the share of p-values at or below t must be at most t. "
-             f"QQ plot: {png.name}.", ""]  # fmt: skip
-    levels = (1e-5, 1e-4, 1e-3, 1e-2, 0.1, 0.5)
+             f"Every row of every clean run in the `--dump` folder, pooled by mode and table size (a "
+             f"mode or size without dumps is left out): the share of p-values at or below t must be "
+             f"at most t. QQ plot: {png.name}.", ""]  # fmt: skip
+    levels = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 0.1, 0.5)
     table = []
     fig, ax = plt.subplots(figsize=(5.5, 5))
-    for mode, parts in sorted(by_mode.items()):
+    for (mode, rows), parts in sorted(by_mode.items()):
         p = np.sort(np.concatenate(parts))
-        table.append({"mode": mode, "p-values": f"{len(p):,}",
+        table.append({"mode": mode, "rows": f"{rows:,}", "tables": len(parts), "p-values": f"{len(p):,}",
                       **{f"<= {t:g}": f"{np.mean(p <= t):.2g}" for t in levels}})  # fmt: skip
         expected = (np.arange(1, len(p) + 1)) / (len(p) + 1)
         keep = np.unique(np.r_[np.arange(min(len(p), 2000)), np.linspace(0, len(p) - 1, 3000).astype(int)])
-        ax.loglog(expected[keep], np.maximum(p[keep], 1e-300), ".", ms=2, label=mode)
+        ax.loglog(expected[keep], np.maximum(p[keep], 1e-300), ".", ms=2, label=f"{mode}, {rows:,} rows")
     ax.plot([1e-7, 1], [1e-7, 1], "k-", lw=0.8, label="uniform")
     ax.set_xlim(1e-7, 1)
     ax.set_ylim(1e-12, 1)
