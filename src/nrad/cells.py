@@ -1230,7 +1230,7 @@ def _ordered(x: np.ndarray, y: np.ndarray, half: float) -> bool:
 
 def _met_across(x: np.ndarray, diff: np.ndarray, bound: float) -> float:
     """``bound`` if the rows whose difference ``diff`` lies at it hold ``PAIR_PILE_VALUES`` values of
-    ``x`` or more, none of them most of those rows, else NaN (see ``PAIR_PILE_VALUES``)."""
+    ``x`` or more, none of them ``PAIR_PILE_SHARE`` of those rows, else NaN (see ``PAIR_PILE_VALUES``)."""
     if not np.isfinite(bound):
         return np.nan
     counts = np.unique(x[diff == bound], return_counts=True)[1]

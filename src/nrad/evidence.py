@@ -397,8 +397,8 @@ def _levels_apart(scores: np.ndarray, left_out: np.ndarray, column: np.ndarray) 
 
     A level larger than twice the scores left out cannot have most of its
     rows among them, however far its rows lie: the airport's flat-fare trips,
-    4.4% of 30,000, all scored above the other trips' 99th percentile, and the
-    1.5% of the rows the tail left out, 449 of the airport's 1,314, were
+    4.4% of 30,000, their median score above the other trips' largest, and
+    the 1.5% of the rows the tail left out, 449 of the airport's 1,314, were
     flagged.  Their median says the level lies apart, as a broken batch's
     level, most of whose rows are ordinary, does not."""
     codes = levels_mostly_held(left_out, column)
