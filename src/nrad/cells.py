@@ -650,12 +650,7 @@ def far_bands(
                 held &= ~off[:, j]
             if held.sum() >= SEGMENT_MIN_ROWS:
                 start = _band_start(side * values[:, j], held, within=top)
-                # Read from the top share, a band is no more rows than that share (a column's
-                # commonest value at its edge, 556 stays of one night of 3,000, is no band).
-                # (Values back from their transforms differ in the last digits: 2.0000000000000004.)
-                near = start - 1e-9 * max(1.0, abs(start))
-                many = top and np.sum(side * values[:, j] >= near) > CELL_TRIM[0] * len(held)
-                if np.isfinite(start) and not many:
+                if np.isfinite(start):
                     found.append((j, side, float(side * start)))
     if not found:
         return None
@@ -679,20 +674,29 @@ def _band_start(x: np.ndarray, held: np.ndarray, within: bool = False) -> float:
     flagged.  A band is a mode apart from the bulk: it begins where the gap does.  ``within``:
     the cells ``held`` are the column's top share, not its far end (see :func:`far_bands`): the
     gap is looked for up to the farthest of them, and the band is the held cells beyond it (NaN:
-    fewer than ``SEGMENT_MIN_ROWS``)."""
+    no gap apart, fewer than ``SEGMENT_MIN_ROWS`` held cells beyond it, or more rows beyond it
+    than that share)."""
     seen = x[np.isfinite(x)]
     least = float(np.min(x[held]))
     upto = float(np.max(x[held])) if within else least
     between = np.unique(seen[(seen >= np.median(seen)) & (seen <= upto)])
     if len(between) < 2:
-        return least
-    gaps = np.diff(between)
-    start = float(between[int(np.argmax(gaps)) + 1])
-    # Read from the top share, the values must stand apart: a gap several times the values' usual
-    # spacing (stays of 21 nights and more after 16, in steps of one; not 6 adults after 5).
-    apart = gaps.max() >= BAND_GAP_RATIO * np.median(gaps)
-    if within and (not apart or np.sum(held & (x >= start)) < SEGMENT_MIN_ROWS):
-        return np.nan
+        start = least
+    else:
+        gaps = np.diff(between)
+        start = float(between[int(np.argmax(gaps)) + 1])
+        # Read from the top share, the values must stand apart: a gap several times the values'
+        # usual spacing (stays of 21 nights and more after 16, in steps of one; not 6 adults after 5).
+        apart = gaps.max() >= BAND_GAP_RATIO * np.median(gaps)
+        if within and (not apart or np.sum(held & (x >= start)) < SEGMENT_MIN_ROWS):
+            return np.nan
+    if within:
+        # Read from the top share, a band is no more rows than that share (a column's commonest
+        # value at its edge, 556 stays of one night of 3,000, is no band).  Values back from their
+        # transforms differ in the last digits (2.0000000000000004): the band's start is read so.
+        near = start - 1e-9 * max(1.0, abs(start))
+        if np.sum(x >= near) > CELL_TRIM[0] * len(x):
+            return np.nan
     return start
 
 
