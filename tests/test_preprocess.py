@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -202,6 +203,99 @@ def test_numbers_as_exports_write_them_are_read_as_numbers(values: list[str], wa
     schema = fit_schema(df)
     assert schema.columns[0].kind == "numeric"
     np.testing.assert_allclose(encode(schema, df).numeric[:3, 0], want)
+
+
+@pytest.mark.parametrize(
+    ("values", "unit", "want"),
+    [
+        (["70.5 kg", "68 kg", "102.3 kg"], "kg", [70.5, 68.0, 102.3]),
+        (["20,5 °C", "19,0 °C", "\u22123,5 °C"], "°C", [20.5, 19.0, -3.5]),
+        (["300 MB", "4.5 GB", "120 MB"], "MB", [300.0, 4500.0, 120.0]),
+        (["12ms", "1.5 s", "800 ms"], "ms", [12.0, 1500.0, 800.0]),
+        (["1.2k", "950", "3.4M"], "", [1200.0, 950.0, 3.4e6]),
+        (["$1,234.50 USD", "12 USD", "7.25 USD"], "", [1234.5, 12.0, 7.25]),
+    ],
+)
+def test_numbers_written_with_their_unit_are_read_as_numbers_in_one_unit(
+    values: list[str], unit: str, want: list[float]
+) -> None:
+    # A cell formatted 0.0 "kg" is exported as the text "70.5 kg": read as a category, a weight of
+    # 750 kg was one more level, never far from anything.
+    df = pd.DataFrame({"size": values * 10, "x": np.arange(30.0) % 7})
+    plan = fit_schema(df).columns[0]
+    assert plan.kind == "numeric" and plan.unit == unit
+    assert not unit or f"read in {unit}" in plan.note
+    np.testing.assert_allclose(encode(fit_schema(df), df).numeric[:3, 0], want)
+
+
+def test_new_rows_in_another_unit_of_the_family_are_converted_and_an_unknown_unit_is_a_failure() -> None:
+    df = pd.DataFrame({"weight": [f"{70 + i % 9} kg" for i in range(40)], "x": np.arange(40.0) % 7})
+    schema = TableSchema.from_dict(json.loads(json.dumps(schema_dict := fit_schema(df).to_dict())))
+    assert schema_dict["columns"][0]["unit"] == "kg"  # kept in the model file, as plain JSON
+    new = pd.DataFrame({"weight": ["160 lb", "80 kg", "5 m", "750"], "x": [1.0, 2.0, 3.0, 4.0]})
+    enc = encode(schema, new)
+    np.testing.assert_allclose(enc.numeric[[0, 1, 3], 0], [160 * 0.45359237, 80.0, 750.0])
+    assert np.isnan(enc.numeric[2, 0]) and enc.counts["parse_failures"] == 1
+
+
+def test_numbers_in_units_of_different_kinds_are_a_category_that_says_why_and_codes_say_nothing() -> None:
+    rng = np.random.default_rng(0)
+    mixed = [f"{v:.1f} {u}" for v, u in zip(rng.uniform(1, 9, 60), rng.choice(["kg", "m"], 60), strict=True)]
+    seats = [f"{r}{c}" for r, c in zip(rng.integers(1, 40, 60), rng.choice(list("ABCDEF"), 60), strict=True)]
+    schema = fit_schema(pd.DataFrame({"load": mixed, "seat": seats, "x": np.arange(60.0) % 7}))
+    load, seat = schema.columns[:2]
+    assert load.kind == "categorical" and "one unit" in load.note
+    assert "'kg'" in load.note and "'m'" in load.note
+    assert seat.kind == "categorical" and seat.note == ""
+
+
+def test_a_weight_ten_times_over_written_with_its_unit_is_flagged_and_named() -> None:
+    rng = np.random.default_rng(2)
+    height = rng.normal(172, 9, 400)
+    weight = 0.9 * (height - 100) + rng.normal(0, 6, 400)
+    df = pd.DataFrame({"height": [f"{v:.0f} cm" for v in height], "weight": [f"{v:.1f} kg" for v in weight],
+                       "age": rng.integers(18, 80, 400).astype(float)})  # fmt: skip
+    df.loc[5, "weight"] = f"{10 * weight[5]:.1f} kg"
+    scored, _ = fit_table(df, random_state=0, max_epochs=20).score(df, fdr=0.1, in_sample=True)
+    assert scored["flagged"].tolist() == [i == 5 for i in range(400)]
+    reason = scored.loc[5, "reason"]
+    assert reason.startswith("weight ") and "kg would fit the rest of this row" in reason
+
+
+@pytest.mark.parametrize(
+    ("values", "clock", "want"),
+    [
+        (["07:54", "21:16", "13:30"], "h:mm", [7.9, 21.0 + 16 / 60, 13.5]),
+        (["09:24:08", "0:31:48", "26:00:36"], "h:mm:ss", [9 + 24 / 60 + 8 / 3600, 0.53, 26.01]),
+        (["31:48", "4:30", "1:02:06"], "m:ss", [31.8, 4.5, 62.1]),
+        (["12:33 PM", "1:49 pm", "12:15 AM"], "h:mm", [12.55, 13 + 49 / 60, 0.25]),
+    ],
+)
+def test_times_on_a_clock_are_read_as_numbers(values: list[str], clock: str, want: list[float]) -> None:
+    # Times of day and durations as spreadsheets export them ("0:31:48" from a cell formatted
+    # [h]:mm:ss): read as categories, a call of nine hours was one more level.
+    df = pd.DataFrame({"t": values * 10, "x": np.arange(30.0) % 7})
+    plan = fit_schema(df).columns[0]
+    assert plan.kind == "numeric" and plan.clock == clock and plan.note.startswith(f"t: times written {clock}")
+    np.testing.assert_allclose(encode(fit_schema(df), df).numeric[:3, 0], want)
+    assert not is_identifier(pd.Series(values + [f"{h}:{m:02d}" for h in range(7) for m in range(60)]))
+
+
+def test_a_call_of_nine_hours_among_calls_of_minutes_is_flagged_and_shown_on_the_clock() -> None:
+    rng = np.random.default_rng(4)
+    seconds = rng.gamma(4.0, 400.0, 500).astype(int)
+    duration = [f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" for s in seconds]
+    duration[9] = "9:31:48"
+    df = pd.DataFrame({"duration": duration, "agent": rng.choice(["a", "b", "c"], 500)})
+    scored, _ = fit_table(df, random_state=0, max_epochs=20).score(df, fdr=0.1, in_sample=True)
+    assert scored["flagged"].tolist() == [i == 9 for i in range(500)]
+    assert re.match(r"duration '9:31:48' \(typical: 0:\d\d:\d\d to 0:\d\d:\d\d;", scored.loc[9, "reason"])
+
+
+def test_distinct_measurements_with_their_unit_are_no_identifier() -> None:
+    values = np.random.default_rng(1).exponential(20, 200)
+    latency = pd.Series([f"{v:.3f} ms" for v in values], name="latency")
+    assert latency.is_unique and not is_identifier(latency)
 
 
 def test_a_european_csvs_counts_with_points_between_thousands_are_read_as_integers(tmp_path: Path) -> None:

@@ -33,6 +33,7 @@ unless asked for every row.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -470,10 +471,15 @@ def _numeric_reason(model: TableModel, prep: Prepared, i: int, j: int, raw: Any,
     show = _clock if name.endswith(".hour") else _short
     value = _clock(_hour(raw)) if name.endswith(".hour") else _number(raw)
     plan = schema.columns[schema.numeric_sources[j]]
+    if plan.clock and name == plan.name:  # read off a clock's text ("0:31:48"): shown so
+        show = functools.partial(_as_written, clock=plan.clock)
     if plan.after and name == plan.since_name:  # a time since: the cell itself is a date
         value = _short(float(model.in_units(prep.y[i : i + 1, :])[0, j]))
+    # A column written with its unit ("70.5 kg") is read in it (nrad.preprocess.units_of).
+    unit = f" {plan.unit}" if plan.unit and name == plan.name else ""
     typical = show(lo) if show(lo) == show(hi) else f"{show(lo)} to {show(hi)}"
-    return f"{name} {value} (typical{context}: {typical}; {show(fit)} would fit the rest of this row)"
+    return (f"{name} {value} (typical{context}: {typical}{unit}; {show(fit)}{unit} would fit the rest "
+            "of this row)")  # fmt: skip
 
 
 def _categorical_reason(model: TableModel, prep: Prepared, i: int, f: int, best: int, raw: Any) -> str:
@@ -523,6 +529,20 @@ def _clock(hours: float) -> str:
         return "?"
     minutes = int(round(float(hours) * 60)) % (24 * 60)
     return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def _as_written(value: float, clock: str) -> str:
+    """A number of hours (or minutes, ``clock`` "m:ss") as the column writes it: ``"0:31:48"``."""
+    if not np.isfinite(value):
+        return "?"
+    seconds = int(round(abs(value) * (60 if clock == "m:ss" else 3600)))
+    sign = "-" if value < 0 and seconds else ""
+    if clock == "m:ss":
+        return f"{sign}{seconds // 60}:{seconds % 60:02d}"
+    if clock == "h:mm":
+        minutes = int(round(seconds / 60))
+        return f"{sign}{minutes // 60}:{minutes % 60:02d}"
+    return f"{sign}{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
 def _zero_below_rounding(lo: float, hi: float, fit: float) -> tuple[float, float, float]:

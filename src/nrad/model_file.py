@@ -41,6 +41,9 @@ from nrad.preprocess import TableSchema
 from nrad.table import MAX_CELL_FEATURES, TableModel
 
 FORMAT = "nrad-model"
+#: Version 24: a numeric column written with its unit ("70.5 kg") keeps the units it may be written
+#: in (``units``, ``unit`` of its plan in the schema); a file of version 9 to 23 still reads, its
+#: columns without units.
 #: Version 23: the cell tests say which numeric columns have their lowest values read in ratios
 #: (``ratios``: a price of 1 where the cheapest was 300); a file of version 9 to 22 still reads, and
 #: reads every column's lower side as shaped.
@@ -87,8 +90,8 @@ FORMAT = "nrad-model"
 #: each cell tested by its residual and by its value in context), lattice walls, the robust
 #: Gaussian's sparse columns (p-values of earlier versions were calibrated differently: those
 #: files must be refitted).
-FORMAT_VERSION = 23
-READS_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23)
+FORMAT_VERSION = 24
+READS_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24)
 MANIFEST, TENSORS = "manifest.json", "tensors.safetensors"
 MAX_MANIFEST_BYTES = 16 * 2**20
 MAX_TENSOR_BYTES = 2 * 2**30

@@ -15,7 +15,10 @@ Column handling (documented in docs/usage.md):
   value for the row, and the fact that they are missing separately); a text
   column whose non-missing values parse as numbers for at least
   ``NUMERIC_PARSE_SHARE`` of the rows is numeric (the rest, such as "n/a",
-  "?" or "1,5", become missing and are counted).  A numeric 0/1 column stays
+  "?" or "1,5", become missing and are counted); so is one whose numbers are
+  written with a unit ("70.5 kg", "300 MB" beside "4.5 GB": ``UNIT_FAMILIES``),
+  read in one unit, and one of times on a clock ("13:45", "0:31:48": :func:`clock_of`),
+  read in hours or minutes.  A numeric 0/1 column stays
   numeric (a lattice to the flow, which models how it goes with the other
   numbers; 39 binary attributes of celeba were read worse as categories)
   unless its other value is rare (``RARE_FLAG_SHARE``);
@@ -182,6 +185,13 @@ class ColumnPlan:
     spike: float | None = None
     #: numeric text: its decimal mark (see :func:`number_format_of`).
     number_format: str = "."
+    #: numeric text written with a unit ("70.5 kg"): each unit it may be written in (its family's,
+    #: see ``UNIT_FAMILIES``; "" for a bare number) and that unit's size in the column's ``unit``.
+    units: dict[str, float] = field(default_factory=dict)
+    unit: str = ""
+    #: numeric text written as a clock or a duration (see :func:`clock_of`): "h:mm", "h:mm:ss" (read
+    #: in hours) or "m:ss" (in minutes); "" for none.
+    clock: str = ""
     #: What the user should know about how the column was read ("" for nothing).
     note: str = ""
 
@@ -375,7 +385,11 @@ def is_identifier(col: pd.Series) -> bool:
     if pd.api.types.is_numeric_dtype(col):
         return False
     text = col.astype("string")
+    if clock_of(text) is not None:
+        return False  # times of day and durations are measurements, however distinct
     parsed, _ = _numeric_parse(text)
+    if parsed.notna().mean() < LOOKS_NUMERIC_SHARE and isinstance(units := units_of(text), tuple):
+        parsed, _ = _numeric_parse(text, None, units[0])  # measurements with their unit: "23.456 ms"
     if parsed.notna().mean() >= LOOKS_NUMERIC_SHARE:
         # Numbers, or mostly numbers with a few cells that do not read (amounts, one in six with a
         # word after it): measurements unless the numbers are keys; such a column is read as a
@@ -497,14 +511,26 @@ def _na_tokens_to_missing(col: pd.Series) -> pd.Series:
     return col.mask(text.isin(NA_TOKENS))
 
 
-def _numeric_parse(col: pd.Series, number_format: str | None = None) -> tuple[pd.Series, int]:
-    """Text -> numbers as the format says (see :func:`number_format`; None: decided from ``col``);
-    NA tokens are missing, other values that do not parse become missing too and are counted as
-    parse failures."""
+def _numeric_parse(
+    col: pd.Series, number_format: str | None = None, units: dict[str, float] | None = None, clock: str = ""
+) -> tuple[pd.Series, int]:
+    """Text -> numbers as the format says (see :func:`number_format`; None: decided from ``col``),
+    each written with one of ``units`` (see :attr:`ColumnPlan.units`) if given, or as times on a
+    ``clock`` (see :func:`clock_of`); NA tokens are missing, other values that do not parse (a
+    unit not among them) become missing too and are counted as parse failures."""
     col = _na_tokens_to_missing(col)
     text = col.astype("string")
+    if clock:
+        values = read_clock(text, clock)
+        return values, int((values.isna() & col.notna()).sum())
+    size = None
+    if units:
+        text, unit = _split_units(text)
+        size = unit.map(units).astype(float)
     fmt = number_format_of(text) if number_format is None else number_format
     values = pd.to_numeric(normalize_numbers(text, fmt), errors="coerce")
+    if size is not None:
+        values = values * size.to_numpy()
     failures = int((values.isna() & col.notna()).sum())
     return values.astype(float), failures
 
@@ -536,6 +562,102 @@ _TRAILING_MINUS = r"^[^-]*\d[^-\d]*-$"
 
 #: What exports put around a number: currency signs and codes, percent signs, spaces.
 _DECORATION = r"[\s$€£¥%']|\b(?:USD|EUR|GBP|CHF|JPY)\b"
+
+#: A unit written after a number ("70.5 kg", "12ms", "20,5 °C", "4.5 GB"): letters (after a
+#: degree or micro sign), a "/" and a second unit, a power; never a digit first.
+_UNIT = r"[°µμ]?[^\W\d_][^\W\d_]{0,5}(?:/[^\W\d_]{1,5})?[²³]?"
+#: A number followed by a unit (what decoration is left once it is taken off).
+_WITH_UNIT = re.compile(rf"^(?P<number>[-+\u2212(]?[\d.,]*\d[)]?-?)(?P<unit>{_UNIT})?$")
+
+#: Units a spreadsheet's number format writes after its numbers (a cell formatted ``0.0 "kg"`` is
+#: exported as the text "70.5 kg"), by what they measure: each unit's size in the family's first.
+#: A column may mix the units of one family ("300 MB", "4.5 GB"); it is read in its most common.
+#: The magnitudes of counts and money ("1.2k", "3.4M") are read beside bare numbers, in ones.
+UNIT_FAMILIES: tuple[dict[str, float], ...] = (
+    {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "bn": 1e9},
+    {"B": 1.0, "bytes": 1.0, "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "PB": 1e15,
+     "KiB": 2.0**10, "MiB": 2.0**20, "GiB": 2.0**30, "TiB": 2.0**40},
+    {"s": 1.0, "sec": 1.0, "secs": 1.0, "ns": 1e-9, "µs": 1e-6, "μs": 1e-6, "us": 1e-6, "ms": 1e-3,
+     "min": 60.0, "mins": 60.0, "h": 3600.0, "hr": 3600.0, "hrs": 3600.0, "hour": 3600.0,
+     "hours": 3600.0, "day": 86400.0, "days": 86400.0},
+    {"g": 1.0, "mg": 1e-3, "kg": 1e3, "t": 1e6, "lb": 453.59237, "lbs": 453.59237, "oz": 28.349523125},
+    {"m": 1.0, "mm": 1e-3, "cm": 1e-2, "km": 1e3, "in": 0.0254, "ft": 0.3048, "mi": 1609.344},
+)  # fmt: skip
+
+
+#: A time written on a clock: a time of day (``13:45``, ``9:24:08``, ``1:45 PM``) or a duration
+#: (``0:31:48``, ``31:48``; a cell formatted ``[h]:mm:ss`` is exported so).
+_CLOCK = re.compile(
+    r"^(?P<h>\d{1,4}):(?P<m>[0-5]\d)(?::(?P<s>[0-5]\d(?:[.,]\d+)?))?\s*(?P<half>[AaPp]\.?\s?[Mm]\.?)?$"
+)
+
+
+def clock_of(text: pd.Series) -> str | None:
+    """How a text column writes times on a clock, if at least ``NUMERIC_PARSE_SHARE`` of its present
+    cells are such times: "h:mm:ss" (hours, minutes, seconds), "h:mm" (hours and minutes; with AM
+    or PM too), or "m:ss" (two fields whose first passes 23 somewhere, or beside cells of three:
+    minutes and seconds, a lap or a call); None otherwise."""
+    sample = text.dropna().astype("string").str.strip().head(5000)
+    parts = sample.str.extract(_CLOCK)
+    if not len(sample) or parts["h"].notna().sum() < NUMERIC_PARSE_SHARE * len(sample):
+        return None
+    three = parts["s"].notna() | parts["h"].isna()
+    if three.all():
+        return "h:mm:ss"
+    # Two fields: hours and minutes (a time of day), unless the first passes 23 somewhere without AM
+    # or PM, or other cells have three fields ("4:30" beside "1:02:06", as video lengths are
+    # written): minutes and seconds (a call, a lap), as durations of a day or more are rarer.
+    past = (pd.to_numeric(parts["h"]) >= 24).any() and parts["half"].isna().all()
+    return "m:ss" if past or parts["s"].notna().any() else "h:mm"
+
+
+def read_clock(text: pd.Series, clock: str) -> pd.Series:
+    """Clock text -> hours ("h:mm", "h:mm:ss"; "1:45 PM" is 13.75) or minutes ("m:ss"); NaN where
+    a cell is no such time."""
+    parts = text.astype("string").str.strip().str.extract(_CLOCK)
+    first, second = pd.to_numeric(parts["h"]), pd.to_numeric(parts["m"])
+    third = pd.to_numeric(parts["s"].str.replace(",", ".", regex=False))
+    half = parts["half"].str.upper().str.replace(r"[.\s]", "", regex=True)
+    # 12 AM is midnight and 12 PM noon; a time without AM or PM is on a 24-hour clock (or a duration).
+    first = first.where(half.isna(), first % 12 + 12 * (half == "PM").fillna(False).astype(float))
+    # In seconds: three fields are hours, minutes and seconds whatever the column's clock.
+    two = 60.0 if clock == "m:ss" else 3600.0
+    seconds = (first * 3600.0 + second * 60.0 + third).where(third.notna(), first * two + second * two / 60)
+    return (seconds / (60.0 if clock == "m:ss" else 3600.0)).astype(float)
+
+
+def _split_units(text: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """(the number's text, its unit: "" for a bare number, NA where the cell is no number)."""
+    bare = text.str.strip().str.replace(_DECORATION, "", regex=True)
+    parts = bare.str.extract(_WITH_UNIT)
+    return parts["number"], parts["unit"].where(parts["number"].isna(), parts["unit"].fillna(""))
+
+
+def units_of(text: pd.Series) -> tuple[dict[str, float], str] | str | None:
+    """The units a text column writes its numbers in, as :attr:`ColumnPlan.units` and the unit
+    they are read in; a message when its numbers carry units of different kinds; None when they
+    carry none, or too few cells are numbers (``NUMERIC_PARSE_SHARE``)."""
+    sample = text.dropna().head(5000)
+    _, unit = _split_units(sample)
+    if not len(sample) or unit.notna().sum() < NUMERIC_PARSE_SHARE * len(sample):
+        return None
+    counts = unit.dropna().value_counts()
+    written = sorted((str(u) for u in counts.index if u), key=lambda u: (-counts[u], u))
+    if not written:
+        return None
+    # A unit is written on most of a column's numbers (a word after a few of them is a remark:
+    # "12.50 approx"); a unit of no known kind, on all but a few.
+    with_unit = int(counts.sum() - counts.get("", 0)) / int(counts.sum())
+    for family in UNIT_FAMILIES:
+        if all(u in family for u in written) and ("" in family or with_unit >= 0.5):
+            # In ones beside bare numbers (magnitudes); else in the unit most cells are written in.
+            ref = "" if "" in family else written[0]
+            return {u: size / family[ref] for u, size in family.items()} | {"": 1.0}, ref
+    if len(written) == 1:
+        return ({written[0]: 1.0, "": 1.0}, written[0]) if with_unit >= NUMERIC_PARSE_SHARE else None
+    if not all(any(u in family for family in UNIT_FAMILIES) for u in written):
+        return None  # letters after numbers that are no known unit may be codes ("12A", "12B": seats)
+    return ", ".join(repr(u) for u in written[:5])
 
 
 def normalize_numbers(text: pd.Series, number_format: str) -> pd.Series:
@@ -657,16 +779,34 @@ def _plan_column(name: str, col: pd.Series) -> tuple[ColumnPlan | None, str, int
             return None, "constant (no variation in weekday or hour)", 0
         plan = ColumnPlan(name, "datetime", has_hour=has_hour, format=fmt, date_range=_date_range(parsed))
         return plan, "", 0
-    fmt = number_format_of(_na_tokens_to_missing(col).astype("string"))
+    text = _na_tokens_to_missing(col).astype("string")
+    if (clock := clock_of(text)) is not None:
+        plan, reason, failures = _numeric_plan(name, *_numeric_parse(col, clock=clock), written=col)
+        if plan is not None and plan.kind == "numeric":
+            plan.clock = clock
+            plan.note = f"{name}: times written {clock}; read in {'minutes' if clock == 'm:ss' else 'hours'}"
+        return plan, reason, failures
+    fmt = number_format_of(text)
     values, failures = _numeric_parse(col, fmt)
     present = _na_tokens_to_missing(col).notna().sum()
+    units = units_of(text) if values.notna().sum() < NUMERIC_PARSE_SHARE * present else None
+    if isinstance(units, tuple):
+        fmt = number_format_of(_split_units(text)[0])
+        values, failures = _numeric_parse(col, fmt, units[0])
     if present and values.notna().sum() >= NUMERIC_PARSE_SHARE * present:
         # Read as a category, its levels are the cells as written: what is matched when a table is scored.
         plan, reason, failures = _numeric_plan(name, values, failures, written=_na_tokens_to_missing(col))
         if plan is not None and plan.kind == "numeric":
             plan.number_format = fmt
+            if isinstance(units, tuple):
+                plan.units, plan.unit = units
+                plan.note = f"{name}: numbers written with their unit; read in {plan.unit or 'ones'}"
         return plan, reason, failures
     plan, reason, _ = _categorical_plan(name, _na_tokens_to_missing(col))
+    if plan is not None and isinstance(units, str):
+        plan.note = (f"{name}: numbers written in units of different kinds ({units}); read as a category. "
+                     "Write them in one unit, or leave the column out with --ignore")  # fmt: skip
+        return plan, reason, 0
     share = values.notna().sum() / max(present, 1)
     if plan is not None and share >= LOOKS_NUMERIC_SHARE:
         examples = _na_tokens_to_missing(col)[values.isna() & _na_tokens_to_missing(col).notna()].astype(str)
@@ -832,7 +972,7 @@ def _apply(
         if pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
             values, failures = col.astype(float), 0
         else:
-            values, failures = _numeric_parse(col, plan.number_format)
+            values, failures = _numeric_parse(col, plan.number_format, plan.units, plan.clock)
         values = values.to_numpy(dtype=float, copy=True)
         missing = ~np.isfinite(values)
         values[missing] = np.nan
