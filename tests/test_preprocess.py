@@ -11,7 +11,15 @@ import pandas as pd
 import pytest
 
 from nrad.errors import NradError
-from nrad.preprocess import MIN_LEVEL_COUNT, TableSchema, encode, extra_columns, fit_schema, is_identifier
+from nrad.preprocess import (
+    MIN_LEVEL_COUNT,
+    TableSchema,
+    encode,
+    epoch_unit,
+    extra_columns,
+    fit_schema,
+    is_identifier,
+)
 from nrad.table import fit_table
 
 
@@ -290,6 +298,39 @@ def test_a_call_of_nine_hours_among_calls_of_minutes_is_flagged_and_shown_on_the
     scored, _ = fit_table(df, random_state=0, max_epochs=20).score(df, fdr=0.1, in_sample=True)
     assert scored["flagged"].tolist() == [i == 9 for i in range(500)]
     assert re.match(r"duration '9:31:48' \(typical: 0:\d\d:\d\d to 0:\d\d:\d\d;", scored.loc[9, "reason"])
+
+
+@pytest.mark.parametrize(
+    ("name", "scale", "want"),
+    [("created_at", 1, "s"), ("eventTime", 1000, "ms"), ("ts", 1_000_000, "us"), ("phone", 1, None),
+     ("amount", 1, None), ("login_count", 1, None)],
+)  # fmt: skip
+def test_times_counted_since_1970_are_dates_when_the_name_says_so(name: str, scale: int, want: str | None) -> None:
+    stamps = 1_700_000_000 + np.sort(np.random.default_rng(0).integers(0, 30 * 86400, 200))
+    col = pd.Series(stamps * scale, name=name)
+    assert epoch_unit(name, col) == want
+    if want:  # a log's times rise row by row, as a key's values would: a time, no key
+        plan = fit_schema(pd.DataFrame({name: col, "x": np.arange(200.0) % 7})).columns[0]
+        assert plan.name == name and plan.kind == "datetime" and plan.has_hour
+        assert plan.note.startswith(f"{name}: numbers read as times") and not is_identifier(col)
+
+
+def test_a_later_month_of_a_log_with_unix_times_is_not_flagged_for_being_later() -> None:
+    # Read as a number, the time grew past every training row: all 1,500 rows of the next month
+    # were flagged ("created_at 1.71e+09 (typical: 1.7e+09)").
+    rng = np.random.default_rng(1)
+
+    def month(start: int) -> pd.DataFrame:
+        return pd.DataFrame({"created_at": start + np.sort(rng.integers(0, 30 * 86400, 1500)),
+                             "amount": np.round(np.exp(rng.normal(4, 0.5, 1500)), 2),
+                             "merchant": rng.choice(list("abcdefgh"), 1500)})  # fmt: skip
+
+    model = fit_table(month(1_700_000_000), random_state=0, max_epochs=20)
+    assert model.schema.columns[0].format == "epoch:s"
+    later = month(1_700_000_000 + 60 * 86400)
+    later.loc[3, "amount"] = 40 * later.loc[3, "amount"]
+    scored, _ = model.score(later, fdr=0.1)
+    assert scored["flagged"].tolist() == [i == 3 for i in range(1500)]
 
 
 def test_distinct_measurements_with_their_unit_are_no_identifier() -> None:

@@ -22,7 +22,8 @@ Column handling (documented in docs/usage.md):
   numeric (a lattice to the flow, which models how it goes with the other
   numbers; 39 binary attributes of celeba were read worse as categories)
   unless its other value is rare (``RARE_FLAG_SHARE``);
-* datetime (dtype, or text that parses as dates): hour of the day (numeric,
+* datetime (dtype, text that parses as dates, or numbers counted since 1970 in
+  a column named like a time: :func:`epoch_unit`): hour of the day (numeric,
   with minutes) and day of the week (categorical).  Absolute time, month and
   day of month are left out on purpose: data scored later would lie outside
   the training range and every new row would look anomalous.  A datetime
@@ -369,6 +370,8 @@ def is_identifier(col: pd.Series) -> bool:
     n = len(col)
     if pd.api.types.is_bool_dtype(col) or pd.api.types.is_datetime64_any_dtype(col):
         return False
+    if epoch_unit(str(col.name), col) is not None:
+        return False  # times since 1970 rise row by row in a log, as a key would
     if _repeated_key(col):
         return True
     if n < MIN_ID_ROWS or col.isna().any() or not col.is_unique:
@@ -747,7 +750,10 @@ def read_dates(plan: ColumnPlan, col: pd.Series) -> pd.Series:
 
 
 def _parse_datetime(col: pd.Series, fmt: str) -> pd.Series:
-    """Parse with a fixed format ("" for a column that already holds datetimes); failures are NaT."""
+    """Parse with a fixed format ("" for a column that already holds datetimes; "epoch:s" and the
+    like for numbers counted since 1970, see :func:`epoch_unit`); failures are NaT."""
+    if fmt.startswith("epoch:"):
+        return pd.to_datetime(pd.to_numeric(col, errors="coerce"), unit=fmt[6:], utc=True, errors="coerce")
     if fmt == "" or pd.api.types.is_datetime64_any_dtype(col):
         return pd.to_datetime(col, utc=True, errors="coerce")
     with warnings.catch_warnings():
@@ -769,16 +775,17 @@ def _plan_column(name: str, col: pd.Series) -> tuple[ColumnPlan | None, str, int
         return None, "all values missing", 0
     if pd.api.types.is_bool_dtype(col):
         return _categorical_plan(name, col)
+    if pd.api.types.is_numeric_dtype(col) and (unit := epoch_unit(name, col)) is not None:
+        # Read as a number, a time counted since 1970 grows with the table: every row of a later
+        # month lay beyond the training rows and was flagged.
+        plan, reason = _datetime_plan(name, col, f"epoch:{unit}")
+        if plan is not None:
+            plan.note = f"{name}: numbers read as times ({EPOCH_UNITS[unit][0]} since 1970, as Unix counts)"
+        return plan, reason, 0
     if pd.api.types.is_numeric_dtype(col):
         return _numeric_plan(name, col.astype(float), 0)
     if (fmt := _datetime_kind(col)) is not None:
-        parsed = _parse_datetime(col, fmt)
-        hour, weekday = _datetime_parts(parsed)
-        has_hour = bool(np.nanstd(hour) > 0)
-        if not has_hour and np.nanstd(weekday) == 0:
-            return None, "constant (no variation in weekday or hour)", 0
-        plan = ColumnPlan(name, "datetime", has_hour=has_hour, format=fmt, date_range=_date_range(parsed))
-        return plan, "", 0
+        return (*_datetime_plan(name, col, fmt), 0)
     text = _na_tokens_to_missing(col).astype("string")
     if (clock := clock_of(text)) is not None:
         plan, reason, failures = _numeric_plan(name, *_numeric_parse(col, clock=clock), written=col)
@@ -820,6 +827,50 @@ def _plan_column(name: str, col: pd.Series) -> tuple[ColumnPlan | None, str, int
                      f"reads {NUMERIC_PARSE_SHARE:.0%} of them; read as a category. Write them as "
                      "2024-12-31 (or 2024-12-31 13:45), or leave the column out with --ignore")  # fmt: skip
     return plan, reason, 0
+
+
+def _datetime_plan(name: str, col: pd.Series, fmt: str) -> tuple[ColumnPlan | None, str]:
+    """The plan of a column of datetimes written in ``fmt`` (see :func:`_parse_datetime`)."""
+    parsed = _parse_datetime(col, fmt)
+    hour, weekday = _datetime_parts(parsed)
+    has_hour = bool(np.nanstd(hour) > 0)
+    if not has_hour and np.nanstd(weekday) == 0:
+        return None, "constant (no variation in weekday or hour)"
+    return ColumnPlan(name, "datetime", has_hour=has_hour, format=fmt, date_range=_date_range(parsed)), ""
+
+
+#: Units a time since 1970 is counted in (Unix time, as databases and logs export it): what they are
+#: called, and the values that count from 2000 to 2040 in them.
+EPOCH_UNITS = {
+    "s": ("seconds", 946_684_800.0, 2_208_988_800.0),
+    "ms": ("milliseconds", 946_684_800e3, 2_208_988_800e3),
+    "us": ("microseconds", 946_684_800e6, 2_208_988_800e6),
+    "ns": ("nanoseconds", 946_684_800e9, 2_208_988_800e9),
+}
+#: Words of a column's name that say it holds times (``created_at``, ``eventTime``, ``ts``).
+TIME_WORDS = frozenset(
+    {"time", "timestamp", "stamp", "ts", "date", "datetime", "dt", "epoch", "unix", "at", "created",
+     "updated", "modified", "when", "seen", "start", "started", "end", "ended"}
+)  # fmt: skip
+
+
+def epoch_unit(name: str, col: pd.Series) -> str | None:
+    """The unit a numeric column counts time since 1970 in ("s", "ms", "us", "ns"), or None.
+
+    A time is told by the column's name (a word of ``TIME_WORDS``) and its values, every one of
+    them a time from 2000 to 2040 in one unit (with spread: a constant is no time series).  A
+    name alone says little (a ``start`` odometer reading), and so do values alone (a phone
+    number of ten digits is a second of 2036)."""
+    words = {w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)}
+    if pd.api.types.is_bool_dtype(col) or not words & TIME_WORDS:
+        return None
+    values = pd.to_numeric(col, errors="coerce").dropna().to_numpy(dtype=np.float64)
+    if not len(values) or values.min() == values.max():
+        return None
+    for unit, (_, low, high) in EPOCH_UNITS.items():
+        if values.min() >= low and values.max() < high:
+            return unit
+    return None
 
 
 def _looks_like_dates(col: pd.Series) -> float:
