@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -89,3 +90,29 @@ def test_table_detector_decision_function_has_scikit_learns_sign(table: tuple[Pa
     flagged = det.predict(frame) == -1
     assert np.all(values[flagged] < 0)  # every flagged row has a negative value
     np.testing.assert_allclose(det.decision_function(frame.iloc[:50]), values[:50])  # a row's own value
+
+
+def test_a_scored_table_flagged_as_a_whole_says_which_column_changed(tmp_path: Path) -> None:
+    # Fitted on cars of model years 2015 to 2023 and scoring the next year's: every row lies beyond the
+    # training rows' years and is flagged.  The flags are each right and together useless; the run says
+    # what changed, both ways the scores are read (streamed to --out, and in memory for a report).
+    rng = np.random.default_rng(0)
+
+    def listings(years: np.ndarray, n: int) -> pd.DataFrame:
+        year = rng.choice(years, n)
+        return pd.DataFrame({"id": np.arange(n), "model_year": year,
+                             "price": np.round(20000 * np.exp(-0.1 * (2025 - year) + rng.normal(0, 0.2, n)), -1),
+                             "make": rng.choice(list("abcde"), n)})  # fmt: skip
+
+    listings(np.arange(2015, 2024), 600).to_csv(tmp_path / "a.csv", index=False)
+    listings(np.array([2024]), 300).to_csv(tmp_path / "b.csv", index=False)
+    model = tmp_path / "m.nrad"
+    fit_model(tmp_path / "a.csv", id_column="id", max_epochs=20, model_path=model)
+    for report in (None, tmp_path / "r.html"):
+        outcome = score_model_file(model, tmp_path / "b.csv", out=tmp_path / "o.csv", report=report, fdr=0.1)
+        (note,) = [n for n in outcome.notes if "rows flagged, the strongest mostly for" in n]
+        assert re.match(r"\d+ of 300 rows flagged, the strongest mostly for model_year: ", note)
+        assert note.endswith("(nrad fit ... --ignore model_year)")
+    # The same table fitted on itself is one table, not two: no such note.
+    alone = detect(tmp_path / "b.csv", out=tmp_path / "d.csv", id_column="id", fdr=0.1, max_epochs=20)
+    assert not any("the strongest mostly for" in n for n in alone.notes)

@@ -146,6 +146,37 @@ def _segment_notes(model: TableModel) -> list[str]:
     return notes
 
 
+#: Flags on at least this share of the rows a model scores (and at least ``SHIFT_MIN_ROWS`` of them)
+#: say the table differs from the training rows as a whole, not row by row (:func:`shift_note`).
+SHIFT_SHARE = 0.2
+SHIFT_MIN_ROWS = 20
+
+
+def shift_note(n_rows: int, n_flagged: int, top_features: pd.Series) -> list[str]:
+    """When a model flags a large share of the rows it scores: the column most of the strongest
+    rows name first, and what to do about it.
+
+    Rows of a later year (model years 2015 to 2023 fitted, the next year's cars scored), another
+    source or another unit lie beyond the training rows together: every one of them is unusual
+    against the training rows, and Benjamini-Hochberg flags them all (1,000 of 1,000 cars).  Each
+    flag is right as a test and useless to a person, who needs to hear what changed.
+    ``top_features``: the flagged rows', or the strongest rows' (a streamed run keeps those).
+    """
+    if n_flagged < max(SHIFT_MIN_ROWS, SHIFT_SHARE * n_rows):
+        return []
+    from nrad.explain import first_feature
+
+    first = top_features.fillna("").astype(str).map(first_feature)
+    first = first[first != ""]
+    if first.empty:
+        return []
+    column = str(first.value_counts().index[0])
+    return [f"{n_flagged:,} of {n_rows:,} rows flagged, the strongest mostly for {column}: so many flags say "
+            "the table differs from the training rows as a whole (a later period, another source or "
+            f"unit), not row by row. Compare its {column} with the training rows'; fit the model again "
+            f"on rows like these, or without the column (nrad fit ... --ignore {column})"]  # fmt: skip
+
+
 def nothing_flagged_note(rule: FlagRule, p_values: np.ndarray, n_rows: int, n_flagged: int) -> list[str]:
     """When Benjamini-Hochberg flags nothing: what a flag needs at this table size, and the FDR at
     which the strongest rows would be flagged.

@@ -18,7 +18,7 @@ import pandas as pd
 from nrad.errors import NradError
 from nrad.flags import FlagRule
 from nrad.io import read_table, write_table
-from nrad.results import Outcome, beside_input, check_explain, notes_for, nothing_flagged_note
+from nrad.results import Outcome, beside_input, check_explain, notes_for, nothing_flagged_note, shift_note
 from nrad.stream import BATCH_ROWS, SAMPLE_ROWS, sample_table, score_file
 from nrad.table import TableModel, fit_table
 
@@ -132,10 +132,12 @@ def score_data(
         progress(f"scoring {data} in batches of at most {batch_rows:,} rows")
         result = score_file(model, data, out, rule, explain, batch_rows, with_input)
         top_p = result.top["p_value"].to_numpy() if "p_value" in result.top else np.zeros(0)
+        top_features = result.top.get("top_features", pd.Series(dtype=str))
         notes = [
             *notes,
             *notes_for(model),
             *nothing_flagged_note(rule, top_p, result.n_rows, result.n_flagged),
+            *shift_note(result.n_rows, result.n_flagged, top_features),
         ]
         return Outcome(result.top, result.counts, rule.describe(), [Path(out)], None, notes,
                        result.n_rows, result.n_flagged, units=model.score_units())  # fmt: skip
@@ -159,6 +161,9 @@ def score_data(
     if "p_value" in scored:
         n_flagged = int(scored["flagged"].sum())
         notes += nothing_flagged_note(rule, scored["p_value"].to_numpy(), len(scored), n_flagged)
+        if not in_sample:  # a table read against itself cannot differ from itself as a whole
+            words = scored.get("top_features", pd.Series("", index=scored.index))[scored["flagged"]]
+            notes += shift_note(len(scored), n_flagged, words)
     written = []
     if out is not None:
         written.append(write_table(beside_input(df, scored, model.id_column) if with_input else scored, out))
