@@ -113,6 +113,9 @@ def test_a_scored_table_flagged_as_a_whole_says_which_column_changed(tmp_path: P
         (note,) = [n for n in outcome.notes if "rows flagged, the strongest mostly for" in n]
         assert re.match(r"\d+ of 300 rows flagged, the strongest mostly for model_year: ", note)
         assert note.endswith("(nrad fit ... --ignore model_year)")
+    # Asked for a top share of the scores, the run flags that share: no such note.
+    top = score_model_file(model, tmp_path / "b.csv", out=tmp_path / "o.csv", contamination=0.5)
+    assert not any("the strongest mostly for" in n for n in top.notes)
     # The same table fitted on itself is one table, not two: no such note.
     alone = detect(tmp_path / "b.csv", out=tmp_path / "d.csv", id_column="id", fdr=0.1, max_epochs=20)
     assert not any("the strongest mostly for" in n for n in alone.notes)

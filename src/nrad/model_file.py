@@ -41,9 +41,10 @@ from nrad.preprocess import TableSchema
 from nrad.table import MAX_CELL_FEATURES, TableModel
 
 FORMAT = "nrad-model"
-#: Version 24: a numeric column written with its unit ("70.5 kg") keeps the units it may be written
-#: in (``units``, ``unit`` of its plan in the schema); a file of version 9 to 23 still reads, its
-#: columns without units.
+#: Version 24: a numeric column written with its unit ("70.5 kg") or on a clock ("0:31:48") keeps how
+#: it is written (``units``, ``unit``, ``clock`` of its plan in the schema), and a datetime may be
+#: numbers counted since 1970 (format ``epoch:s`` and the like); a file of version 9 to 23 still
+#: reads, its columns read as before.
 #: Version 23: the cell tests say which numeric columns have their lowest values read in ratios
 #: (``ratios``: a price of 1 where the cheapest was 300); a file of version 9 to 22 still reads, and
 #: reads every column's lower side as shaped.

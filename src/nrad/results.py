@@ -152,9 +152,10 @@ SHIFT_SHARE = 0.2
 SHIFT_MIN_ROWS = 20
 
 
-def shift_note(n_rows: int, n_flagged: int, top_features: pd.Series) -> list[str]:
-    """When a model flags a large share of the rows it scores: the column most of the strongest
-    rows name first, and what to do about it.
+def shift_note(rule: FlagRule, n_rows: int, n_flagged: int, top_features: pd.Series) -> list[str]:
+    """When a model flags a large share of the rows it scores by their p-values (a top share of the
+    scores flags what it is asked to): the column most of the strongest rows name first, and what
+    to do about it.
 
     Rows of a later year (model years 2015 to 2023 fitted, the next year's cars scored), another
     source or another unit lie beyond the training rows together: every one of them is unusual
@@ -162,7 +163,7 @@ def shift_note(n_rows: int, n_flagged: int, top_features: pd.Series) -> list[str
     flag is right as a test and useless to a person, who needs to hear what changed.
     ``top_features``: the flagged rows', or the strongest rows' (a streamed run keeps those).
     """
-    if n_flagged < max(SHIFT_MIN_ROWS, SHIFT_SHARE * n_rows):
+    if rule.kind != "fdr" or n_flagged < max(SHIFT_MIN_ROWS, SHIFT_SHARE * n_rows):
         return []
     from nrad.explain import first_feature
 

@@ -137,7 +137,7 @@ def score_data(
             *notes,
             *notes_for(model),
             *nothing_flagged_note(rule, top_p, result.n_rows, result.n_flagged),
-            *shift_note(result.n_rows, result.n_flagged, top_features),
+            *shift_note(rule, result.n_rows, result.n_flagged, top_features),
         ]
         return Outcome(result.top, result.counts, rule.describe(), [Path(out)], None, notes,
                        result.n_rows, result.n_flagged, units=model.score_units())  # fmt: skip
@@ -163,7 +163,7 @@ def score_data(
         notes += nothing_flagged_note(rule, scored["p_value"].to_numpy(), len(scored), n_flagged)
         if not in_sample:  # a table read against itself cannot differ from itself as a whole
             words = scored.get("top_features", pd.Series("", index=scored.index))[scored["flagged"]]
-            notes += shift_note(len(scored), n_flagged, words)
+            notes += shift_note(rule, len(scored), n_flagged, words)
     written = []
     if out is not None:
         written.append(write_table(beside_input(df, scored, model.id_column) if with_input else scored, out))
