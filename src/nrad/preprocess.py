@@ -563,8 +563,14 @@ _MINUS = "^[\u2212\u2012\u2013\ufe63\uff0d](?=[\\d.,(])"
 #: A number whose minus sign follows it (no other minus before it).
 _TRAILING_MINUS = r"^[^-]*\d[^-\d]*-$"
 
-#: What exports put around a number: currency signs and codes, percent signs, spaces.
-_DECORATION = r"[\s$€£¥%']|\b(?:USD|EUR|GBP|CHF|JPY)\b"
+#: What exports put around a number: currency signs (``R$``, ``Rs.`` and ``A$`` too) and codes,
+#: percent signs, spaces.  Not a limit's qualifier (``<5``, ``10+``): a survey's bands of hours
+#: read as numbers put "<5" with 5.
+_DECORATION = (
+    r"(?:US|NZ|HK|[RACS])\$|\bRs\.?|[\s$€£¥₹₽₩₺₪₫฿₴₦₱%']"
+    r"|\b(?:USD|EUR|GBP|CHF|JPY|CAD|AUD|NZD|SEK|NOK|DKK|PLN|CZK|HUF|INR|CNY|RMB|BRL|MXN|ZAR|RUB|TRY"
+    r"|KRW|SGD|HKD|ILS|THB|IDR|MYR|PHP|AED|SAR)\b"
+)
 
 #: A unit written after a number ("70.5 kg", "12ms", "20,5 °C", "4.5 GB"): letters (after a
 #: degree or micro sign), a "/" and a second unit, a power; never a digit first.
