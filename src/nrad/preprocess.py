@@ -629,10 +629,11 @@ def read_clock(text: pd.Series, clock: str) -> pd.Series:
     half = parts["half"].str.upper().str.replace(r"[.\s]", "", regex=True)
     # 12 AM is midnight and 12 PM noon; a time without AM or PM is on a 24-hour clock (or a duration).
     first = first.where(half.isna(), first % 12 + 12 * (half == "PM").fillna(False).astype(float))
-    # In seconds: three fields are hours, minutes and seconds whatever the column's clock.
-    two = 60.0 if clock == "m:ss" else 3600.0
-    seconds = (first * 3600.0 + second * 60.0 + third).where(third.notna(), first * two + second * two / 60)
-    return (seconds / (60.0 if clock == "m:ss" else 3600.0)).astype(float)
+    # In seconds: three fields are hours, minutes and seconds whatever the column's clock; two are
+    # minutes and seconds on an "m:ss" clock, hours and minutes on the others.
+    unit = 60.0 if clock == "m:ss" else 3600.0
+    seconds = (first * 3600.0 + second * 60.0 + third).where(third.notna(), (first + second / 60.0) * unit)
+    return (seconds / unit).astype(float)
 
 
 def _split_units(text: pd.Series) -> tuple[pd.Series, pd.Series]:
