@@ -3,14 +3,14 @@
 Each form writes one column of a 1,000-row table (an id, a shop, a quantity and a measurement
 that follows it) the way an export or a hand-kept sheet does: with its unit ("70.5 kg", "12ms",
 "20,5 °C", "300 MB" beside "4.5 GB", "1.2k"), as a time on a clock ("0:31:48", "31:48",
-"13:45", "1:45 PM"), and the forms exports already wrote before (decimal commas, currency,
-accounting negatives) as a check.  Five rows hold the measurement ten times over (a clock's
-time of day: twelve hours off).  The table is written to CSV and run as ``nrad detect T.csv
---id-column id --fdr 0.1`` does; printed per form: how the column was read, the planted rows
-flagged, the other rows flagged, and how many planted rows name the column first.  Then a log
-whose times are counted since 1970 (``created_at`` in seconds, then milliseconds), fitted on one
-month and the month two later scored (``nrad fit``, ``nrad score``): the rows flagged; and car
-listings of model years 2015 to 2023 fitted, the next year's cars scored.
+"13:45", "1:45 PM"), and as exports were already read (a decimal comma, a currency) as a check.
+Five rows hold the measurement ten times over (a clock's time of day: twelve hours off).  The
+table is written to CSV and run as ``nrad detect T.csv --id-column id --fdr 0.1`` does; printed
+per form: how the column was read, the planted rows flagged, the other rows flagged, and how
+many planted rows name the column first.  Then a log whose times are numbers (Unix seconds or
+milliseconds, dates written 20240131, a spreadsheet's day 45322), fitted on one month and the
+month two later scored (``nrad fit``, ``nrad score``): the rows flagged; and car listings of
+model years 2015 to 2023 fitted, the next year's cars scored.
 
 Usage::
 
@@ -111,22 +111,31 @@ def main() -> None:
         right = int((flagged & planted & named).sum())
         example = df["value"].iloc[0]
         print(f"{form:20s} {example:>12s}  {how:28s} {found:>7d} of 5  {others:>14d}  {right:>11d}")
-    for unit in ("s", "ms"):
-        later_month(unit, args.seed)
+    for written in TIME_COLUMNS:
+        later_month(written, args.seed)
     next_year(args.seed)
 
 
-def later_month(unit: str, seed: int) -> None:
-    """A log's times counted since 1970 (``created_at`` in seconds or milliseconds, to the minute: a
-    few rows share one): fitted on one month (``nrad fit``), the month two later scored (``nrad
-    score``), five amounts 40 times over."""
+#: How a log's numbers count time: the column's name, and the number written for Unix second ``t``.
+TIME_COLUMNS: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray]]] = {
+    "Unix seconds": ("created_at", lambda t: t),
+    "Unix milliseconds": ("created_at", lambda t: t * 1000),
+    "dates YYYYMMDD": ("order_date", lambda t: pd.to_datetime(t, unit="s").strftime("%Y%m%d").astype(int)),
+    "spreadsheet days": ("order_date", lambda t: t // 86400 + 25569),
+}
+
+
+def later_month(written: str, seed: int) -> None:
+    """A log whose times are numbers (``TIME_COLUMNS``; Unix times to the minute: a few rows share
+    one): fitted on one month (``nrad fit``), the month two later scored (``nrad score``), five
+    amounts 40 times over."""
     rng = np.random.default_rng(seed)
-    scale = {"s": 1, "ms": 1000}[unit]
+    column, write = TIME_COLUMNS[written]
 
     def month(start: int) -> pd.DataFrame:
         return pd.DataFrame({"id": np.arange(ROWS) + start,
                              "amount": np.round(np.exp(rng.normal(4, 0.5, ROWS)), 2),
-                             "created_at": (start + 60 * np.sort(rng.integers(0, 30 * 1440, ROWS))) * scale,
+                             column: write(start + 60 * np.sort(rng.integers(0, 30 * 1440, ROWS))),
                              "merchant": rng.choice(list("abcdefgh"), ROWS)})  # fmt: skip
 
     later = month(1_700_000_000 + 60 * 86400)
@@ -140,7 +149,7 @@ def later_month(unit: str, seed: int) -> None:
     flagged = out["flagged"].astype(str).eq("True").to_numpy()
     planted = np.isin(np.arange(ROWS), PLANTED)
     found, others = int((flagged & planted).sum()), int((flagged & ~planted).sum())
-    print(f"Unix times in {unit:2s}, the month two later scored: planted flagged {found} of 5, "
+    print(f"{written} ({column}), the month two later scored: planted flagged {found} of 5, "
           f"others flagged {others} of {ROWS - 5}")  # fmt: skip
 
 

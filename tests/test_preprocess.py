@@ -15,10 +15,11 @@ from nrad.preprocess import (
     MIN_LEVEL_COUNT,
     TableSchema,
     encode,
-    epoch_unit,
     extra_columns,
     fit_schema,
     is_identifier,
+    numeric_time_format,
+    read_dates,
 )
 from nrad.table import fit_table
 
@@ -303,19 +304,27 @@ def test_a_call_of_nine_hours_among_calls_of_minutes_is_flagged_and_shown_on_the
     assert re.match(r"duration '9:31:48' \(typical: 0:\d\d:\d\d to 0:\d\d:\d\d;", scored.loc[9, "reason"])
 
 
+DAYS = pd.Timestamp("2023-01-01") + pd.to_timedelta(np.sort(np.random.default_rng(0).integers(0, 700, 200)), "D")
+STAMPS = 1_700_000_000 + np.sort(np.random.default_rng(0).integers(0, 30 * 86400, 200))
+
+
 @pytest.mark.parametrize(
-    ("name", "scale", "want"),
-    [("created_at", 1, "s"), ("eventTime", 1000, "ms"), ("ts", 1_000_000, "us"), ("phone", 1, None),
-     ("amount", 1, None), ("login_count", 1, None)],
+    ("name", "values", "want"),
+    [("created_at", STAMPS, "epoch:s"), ("eventTime", STAMPS * 1000, "epoch:ms"),
+     ("ts", STAMPS * 1_000_000, "epoch:us"), ("order_date", DAYS.strftime("%Y%m%d").astype(int), "%Y%m%d"),
+     ("InvoiceDate", (DAYS - pd.Timestamp("1899-12-30")).days.to_numpy(), "epoch:excel"),
+     ("phone", STAMPS, None), ("amount", STAMPS, None), ("login_count", STAMPS, None),
+     ("start_km", (DAYS - pd.Timestamp("1899-12-30")).days.to_numpy(), None)],
 )  # fmt: skip
-def test_times_counted_since_1970_are_dates_when_the_name_says_so(name: str, scale: int, want: str | None) -> None:
-    stamps = 1_700_000_000 + np.sort(np.random.default_rng(0).integers(0, 30 * 86400, 200))
-    col = pd.Series(stamps * scale, name=name)
-    assert epoch_unit(name, col) == want
+def test_numbers_that_count_time_are_dates_when_the_name_says_so(name: str, values: np.ndarray, want: str) -> None:
+    col = pd.Series(values, name=name)
+    assert numeric_time_format(name, col) == want
     if want:  # a log's times rise row by row, as a key's values would: a time, no key
         plan = fit_schema(pd.DataFrame({name: col, "x": np.arange(200.0) % 7})).columns[0]
-        assert plan.name == name and plan.kind == "datetime" and plan.has_hour
-        assert plan.note.startswith(f"{name}: numbers read as times") and not is_identifier(col)
+        assert plan.name == name and plan.kind == "datetime" and plan.has_hour == (want not in ("%Y%m%d", "epoch:excel"))
+        assert plan.note.startswith(f"{name}: numbers read as ") and not is_identifier(col)
+        first = (DAYS if want in ("%Y%m%d", "epoch:excel") else pd.to_datetime(STAMPS, unit="s"))[0]
+        assert read_dates(plan, col).iloc[0] == first.tz_localize("UTC")
 
 
 def test_a_later_month_of_a_log_with_unix_times_is_not_flagged_for_being_later() -> None:

@@ -22,8 +22,8 @@ Column handling (documented in docs/usage.md):
   numeric (a lattice to the flow, which models how it goes with the other
   numbers; 39 binary attributes of celeba were read worse as categories)
   unless its other value is rare (``RARE_FLAG_SHARE``);
-* datetime (dtype, text that parses as dates, or numbers counted since 1970 in
-  a column named like a time: :func:`epoch_unit`): hour of the day (numeric,
+* datetime (dtype, text that parses as dates, or numbers that count time in a
+  column named like a time: :func:`numeric_time_format`): hour of the day (numeric,
   with minutes) and day of the week (categorical).  Absolute time, month and
   day of month are left out on purpose: data scored later would lie outside
   the training range and every new row would look anomalous.  A datetime
@@ -370,8 +370,8 @@ def is_identifier(col: pd.Series) -> bool:
     n = len(col)
     if pd.api.types.is_bool_dtype(col) or pd.api.types.is_datetime64_any_dtype(col):
         return False
-    if epoch_unit(str(col.name), col) is not None:
-        return False  # times since 1970 rise row by row in a log, as a key would
+    if numeric_time_format(str(col.name), col) is not None:
+        return False  # times rise row by row in a log, as a key would
     if _repeated_key(col):
         return True
     if n < MIN_ID_ROWS or col.isna().any() or not col.is_unique:
@@ -758,9 +758,14 @@ def read_dates(plan: ColumnPlan, col: pd.Series) -> pd.Series:
 
 def _parse_datetime(col: pd.Series, fmt: str) -> pd.Series:
     """Parse with a fixed format ("" for a column that already holds datetimes; "epoch:s" and the
-    like for numbers counted since 1970, see :func:`epoch_unit`); failures are NaT."""
+    like for numbers counted since 1970, see :func:`numeric_time_format`); failures are NaT."""
+    if fmt == "epoch:excel":
+        days = pd.to_numeric(col, errors="coerce")
+        return pd.to_datetime(days, unit="D", origin="1899-12-30", utc=True, errors="coerce")
     if fmt.startswith("epoch:"):
         return pd.to_datetime(pd.to_numeric(col, errors="coerce"), unit=fmt[6:], utc=True, errors="coerce")
+    if fmt and pd.api.types.is_numeric_dtype(col):  # dates written as numbers (20240131): their digits
+        col = pd.to_numeric(col, errors="coerce").round().astype("Int64")
     if fmt == "" or pd.api.types.is_datetime64_any_dtype(col):
         return pd.to_datetime(col, utc=True, errors="coerce")
     with warnings.catch_warnings():
@@ -782,12 +787,12 @@ def _plan_column(name: str, col: pd.Series) -> tuple[ColumnPlan | None, str, int
         return None, "all values missing", 0
     if pd.api.types.is_bool_dtype(col):
         return _categorical_plan(name, col)
-    if pd.api.types.is_numeric_dtype(col) and (unit := epoch_unit(name, col)) is not None:
-        # Read as a number, a time counted since 1970 grows with the table: every row of a later
-        # month lay beyond the training rows and was flagged.
-        plan, reason = _datetime_plan(name, col, f"epoch:{unit}")
+    if pd.api.types.is_numeric_dtype(col) and (fmt := numeric_time_format(name, col)) is not None:
+        # Read as a number, a time grows with the table: every row of a later month lay beyond the
+        # training rows and was flagged.
+        plan, reason = _datetime_plan(name, col, fmt)
         if plan is not None:
-            plan.note = f"{name}: numbers read as times ({EPOCH_UNITS[unit][0]} since 1970, as Unix counts)"
+            plan.note = f"{name}: numbers read as {_NUMERIC_TIMES.get(fmt) or _NUMERIC_TIMES[fmt[6:]]}"
         return plan, reason, 0
     if pd.api.types.is_numeric_dtype(col):
         return _numeric_plan(name, col.astype(float), 0)
@@ -854,6 +859,14 @@ EPOCH_UNITS = {
     "us": ("microseconds", 946_684_800e6, 2_208_988_800e6),
     "ns": ("nanoseconds", 946_684_800e9, 2_208_988_800e9),
 }
+#: What a numeric column's time format reads (:func:`numeric_time_format`), as a note says it.
+_NUMERIC_TIMES = {
+    **{unit: f"times ({called} since 1970, as Unix counts)" for unit, (called, _, _) in EPOCH_UNITS.items()},
+    "excel": "dates (days since 1899-12-30, as spreadsheets count)",
+    "%Y%m%d": "dates written YYYYMMDD",
+}
+#: A spreadsheet's day numbers (days since 1899-12-30) from 2000 to 2040.
+EXCEL_DAYS = (36_526.0, 51_136.0)
 #: Words of a column's name that say it holds times (``created_at``, ``eventTime``, ``ts``).
 TIME_WORDS = frozenset(
     {"time", "timestamp", "stamp", "ts", "date", "datetime", "dt", "epoch", "unix", "at", "created",
@@ -861,13 +874,15 @@ TIME_WORDS = frozenset(
 )  # fmt: skip
 
 
-def epoch_unit(name: str, col: pd.Series) -> str | None:
-    """The unit a numeric column counts time since 1970 in ("s", "ms", "us", "ns"), or None.
+def numeric_time_format(name: str, col: pd.Series) -> str | None:
+    """The datetime format of a numeric column that holds times (see :func:`_parse_datetime`), or
+    None: Unix times ("epoch:s", "epoch:ms", "epoch:us", "epoch:ns"), dates written as 8-digit
+    numbers ("%Y%m%d": 20240131) or a spreadsheet's day numbers ("epoch:excel": 45322).
 
-    A time is told by the column's name (a word of ``TIME_WORDS``) and its values, every one of
-    them a time from 2000 to 2040 in one unit (with spread: a constant is no time series).  A
-    name alone says little (a ``start`` odometer reading), and so do values alone (a phone
-    number of ten digits is a second of 2036)."""
+    A time is told by the column's name (a word of ``TIME_WORDS``; a spreadsheet's day, by "date")
+    and its values, every one of them a time from 2000 to 2040 (a date from 1900 to 2100 written
+    YYYYMMDD), with spread: a constant is no time series.  A name alone says little (a ``start``
+    odometer reading), and so do values alone (a phone number of ten digits is a second of 2036)."""
     words = {w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)}
     if pd.api.types.is_bool_dtype(col) or not words & TIME_WORDS:
         return None
@@ -876,7 +891,14 @@ def epoch_unit(name: str, col: pd.Series) -> str | None:
         return None
     for unit, (_, low, high) in EPOCH_UNITS.items():
         if values.min() >= low and values.max() < high:
-            return unit
+            return f"epoch:{unit}"
+    whole = bool(np.all(values == np.round(values)))
+    if whole and values.min() >= 19000101 and values.max() <= 21001231:
+        written = pd.Series(values.astype(np.int64)).astype(str)
+        if pd.to_datetime(written, format="%Y%m%d", errors="coerce").notna().all():
+            return "%Y%m%d"
+    if "date" in words and values.min() >= EXCEL_DAYS[0] and values.max() < EXCEL_DAYS[1]:
+        return "epoch:excel"
     return None
 
 
