@@ -316,14 +316,17 @@ STAMPS = 1_700_000_000 + np.sort(np.random.default_rng(0).integers(0, 30 * 86400
      ("phone", STAMPS, None), ("amount", STAMPS, None), ("login_count", STAMPS, None),
      ("start_km", (DAYS - pd.Timestamp("1899-12-30")).days.to_numpy(), None)],
 )  # fmt: skip
-def test_numbers_that_count_time_are_dates_when_the_name_says_so(name: str, values: np.ndarray, want: str) -> None:
+def test_numbers_that_count_time_are_dates_when_the_name_says_so(
+    name: str, values: np.ndarray, want: str | None
+) -> None:
     col = pd.Series(values, name=name)
     assert numeric_time_format(name, col) == want
     if want:  # a log's times rise row by row, as a key's values would: a time, no key
         plan = fit_schema(pd.DataFrame({name: col, "x": np.arange(200.0) % 7})).columns[0]
-        assert plan.name == name and plan.kind == "datetime" and plan.has_hour == (want not in ("%Y%m%d", "epoch:excel"))
+        dates_only = want in ("%Y%m%d", "epoch:excel")
+        assert plan.name == name and plan.kind == "datetime" and plan.has_hour != dates_only
         assert plan.note.startswith(f"{name}: numbers read as ") and not is_identifier(col)
-        first = (DAYS if want in ("%Y%m%d", "epoch:excel") else pd.to_datetime(STAMPS, unit="s"))[0]
+        first = (DAYS if dates_only else pd.to_datetime(STAMPS, unit="s"))[0]
         assert read_dates(plan, col).iloc[0] == first.tz_localize("UTC")
 
 
