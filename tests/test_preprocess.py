@@ -375,6 +375,17 @@ def test_a_european_csvs_counts_with_points_between_thousands_are_read_as_intege
     assert read_table(plain)["quantity"].iloc[1] == 46.011
 
 
+def test_a_spreadsheets_errors_and_a_reports_dashes_are_missing_cells_of_a_number() -> None:
+    # A ratio over 0 exports as "#DIV/0!": in 8% of the cells it made the column a category.
+    ratio = [f"{v:.3f}" for v in np.random.default_rng(0).uniform(0, 2, 100)]
+    ratio[::12] = ["#DIV/0!", "#VALUE!", "\u2014", "\u2013", "n.a.", "#REF!", "#NUM!", "#NAME?", "#NULL!"]
+    df = pd.DataFrame({"ratio": ratio, "x": np.arange(100.0) % 7})
+    schema = fit_schema(df)
+    assert schema.columns[0].kind == "numeric"
+    enc = encode(schema, df)
+    assert np.isnan(enc.numeric[::12, 0]).all() and enc.counts["parse_failures"] == 0
+
+
 def test_a_mostly_numeric_text_column_read_as_a_category_says_why() -> None:
     values = [str(v) for v in range(70)] + ["see note"] * 20 + ["n.a."] * 10
     schema = fit_schema(pd.DataFrame({"amount": values, "x": np.arange(100.0) % 3}))

@@ -65,7 +65,12 @@ MIN_LEVEL_COUNT = 2
 #: Fewest rows on which a column of distinct values is taken for an identifier.
 MIN_ID_ROWS = 20
 #: Text that means "missing" in real exports (compared case-insensitively, stripped).
-NA_TOKENS = frozenset({"", "na", "n/a", "nan", "null", "none", "?", "-", "--", "#n/a"})
+#: What stands in a cell that holds no value (read in lower case): a spreadsheet's errors (a ratio
+#: over 0 is "#DIV/0!") and the dashes reports print are no value either.
+NA_TOKENS = frozenset(
+    {"", "na", "n/a", "n.a.", "nan", "null", "none", "?", "-", "--", "\u2013", "\u2014", "#n/a", "#div/0!",
+     "#value!", "#ref!", "#num!", "#name?", "#null!"}
+)  # fmt: skip
 OTHER, MISSING = "<other>", "<missing>"
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 #: A datetime column's dates lie between these quantiles of its training dates (a few sentinel
