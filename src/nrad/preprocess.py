@@ -797,13 +797,14 @@ def _plan_column(name: str, col: pd.Series) -> tuple[ColumnPlan | None, str, int
         # training rows and was flagged.
         plan, reason = _datetime_plan(name, col, fmt)
         if plan is not None:
-            plan.note = f"{name}: numbers read as {_NUMERIC_TIMES.get(fmt) or _NUMERIC_TIMES[fmt[6:]]}"
+            plan.note = f"{name}: numbers read as {_NUMERIC_TIMES[fmt]}"
         return plan, reason, 0
     if pd.api.types.is_numeric_dtype(col):
         return _numeric_plan(name, col.astype(float), 0)
     if (fmt := _datetime_kind(col)) is not None:
         return (*_datetime_plan(name, col, fmt), 0)
-    text = _na_tokens_to_missing(col).astype("string")
+    cells = _na_tokens_to_missing(col)
+    text = cells.astype("string")
     if (clock := clock_of(text)) is not None:
         plan, reason, failures = _numeric_plan(name, *_numeric_parse(col, clock=clock), written=col)
         if plan is not None and plan.kind == "numeric":
@@ -812,28 +813,28 @@ def _plan_column(name: str, col: pd.Series) -> tuple[ColumnPlan | None, str, int
         return plan, reason, failures
     fmt = number_format_of(text)
     values, failures = _numeric_parse(col, fmt)
-    present = _na_tokens_to_missing(col).notna().sum()
+    present = cells.notna().sum()
     units = units_of(text) if values.notna().sum() < NUMERIC_PARSE_SHARE * present else None
     if isinstance(units, tuple):
         fmt = number_format_of(_split_units(text)[0])
         values, failures = _numeric_parse(col, fmt, units[0])
     if present and values.notna().sum() >= NUMERIC_PARSE_SHARE * present:
         # Read as a category, its levels are the cells as written: what is matched when a table is scored.
-        plan, reason, failures = _numeric_plan(name, values, failures, written=_na_tokens_to_missing(col))
+        plan, reason, failures = _numeric_plan(name, values, failures, written=cells)
         if plan is not None and plan.kind == "numeric":
             plan.number_format = fmt
             if isinstance(units, tuple):
                 plan.units, plan.unit = units
                 plan.note = f"{name}: numbers written with their unit; read in {plan.unit or 'ones'}"
         return plan, reason, failures
-    plan, reason, _ = _categorical_plan(name, _na_tokens_to_missing(col))
+    plan, reason, _ = _categorical_plan(name, cells)
     if plan is not None and isinstance(units, str):
         plan.note = (f"{name}: numbers written in units of different kinds ({units}); read as a category. "
                      "Write them in one unit, or leave the column out with --ignore")  # fmt: skip
         return plan, reason, 0
     share = values.notna().sum() / max(present, 1)
     if plan is not None and share >= LOOKS_NUMERIC_SHARE:
-        examples = _na_tokens_to_missing(col)[values.isna() & _na_tokens_to_missing(col).notna()].astype(str)
+        examples = cells[values.isna() & cells.notna()].astype(str)
         shown = ", ".join(repr(v) for v in examples.drop_duplicates().head(3))
         plan.note = (f"{name}: {share:.0%} of its values are numbers, but not {NUMERIC_PARSE_SHARE:.0%} "
                      f"(others: {shown}); read as a category. Clean those cells, or leave the column "
@@ -866,8 +867,9 @@ EPOCH_UNITS = {
 }
 #: What a numeric column's time format reads (:func:`numeric_time_format`), as a note says it.
 _NUMERIC_TIMES = {
-    **{unit: f"times ({called} since 1970, as Unix counts)" for unit, (called, _, _) in EPOCH_UNITS.items()},
-    "excel": "dates (days since 1899-12-30, as spreadsheets count)",
+    **{f"epoch:{unit}": f"times ({called} since 1970, as Unix counts)"
+       for unit, (called, _, _) in EPOCH_UNITS.items()},
+    "epoch:excel": "dates (days since 1899-12-30, as spreadsheets count)",
     "%Y%m%d": "dates written YYYYMMDD",
 }
 #: A spreadsheet's day numbers (days since 1899-12-30) from 2000 to 2040.
