@@ -887,3 +887,71 @@ def test_a_few_zeros_of_a_positive_column_are_no_ratio_and_not_flagged() -> None
     assert model.tails.cells.ratios is None or not np.isfinite(model.tails.cells.ratios.magnitude[0])
     scored, _ = model.score(df, fdr=0.1, in_sample=True)
     assert not scored.loc[[3, 50, 700, 1200, 1800, 1999], "flagged"].any()
+
+
+def _farms(n: int, rng: np.random.Generator, ranches: float = 0.004) -> pd.DataFrame:
+    """Rural households: land in hectares (0 off a farm, 0.01 to ~6 on one), cattle (0, or 1 to 9),
+    chickens; ranches of 50 to 400 hectares keep 40 to 300 head of cattle."""
+    farming = rng.random(n) < 0.6
+    ranch = farming & (rng.random(n) < ranches / 0.6)
+    land = np.where(farming, np.maximum(np.round(rng.gamma(1.5, 0.8, n), 2), 0.01), 0.0)
+    cattle = np.where(farming & (rng.random(n) < 0.4), 1 + rng.poisson(2.5, n), 0)
+    land = np.where(ranch, np.round(rng.uniform(50, 400, n), 1), land)
+    cattle = np.where(ranch, rng.integers(40, 301, n), cattle)
+    return pd.DataFrame({"land_ha": land, "cattle": cattle, "chickens": rng.poisson(8, n),
+                         "size": 1 + rng.poisson(3, n), "region": rng.choice(["a", "b", "c"], n)})  # fmt: skip
+
+
+@pytest.mark.slow
+def test_ranches_whose_herds_go_with_their_land_are_a_band_and_a_typed_hectare_count_is_not() -> None:
+    """Eight to fourteen ranches in 3,000 households hold 50 to 400 hectares where farms hold 0 to
+    6, and no relation vouches for them: beyond any tail, they were flagged.  Their herds, as far
+    beyond the others', vouch for them (a partner column); a farm's hectares typed as square
+    metres (10,000 times: its cattle a few) are no ranch's and are flagged, in sample and as new
+    rows of a model fitted on a table of its own ranches.  A tight run of far values in two
+    columns (one miscalibrated batch) is no band."""
+    rng = np.random.default_rng(3)
+    df = _farms(3000, rng)
+    ranch = (df["land_ha"] >= 50).to_numpy()
+    typo = int(np.flatnonzero((df["land_ha"].between(1, 3) & (df["cattle"] < 5)).to_numpy())[0])
+    df.loc[typo, "land_ha"] *= 10_000
+    model = fit_table(df, random_state=0, max_epochs=20)
+    assert model.bands is not None and model.bands.partner is not None
+    scored, _ = model.score(df, fdr=0.1, in_sample=True, explain="none")
+    assert ranch.sum() >= 8 and not scored["flagged"].to_numpy()[ranch].any()
+    assert scored.loc[typo, "flagged"]
+    model = fit_table(_farms(3000, np.random.default_rng(4)), random_state=0, max_epochs=20)
+    new = _farms(3000, np.random.default_rng(7))
+    new.loc[7, "land_ha"] = 25_000.0
+    scored, _ = model.score(new, fdr=0.1, explain="none")
+    assert not scored["flagged"].to_numpy()[(new["land_ha"] >= 50).to_numpy() & (np.arange(3000) != 7)].any()
+    assert scored.loc[7, "flagged"]
+    back = model_from_bytes(model_to_bytes(model))
+    np.testing.assert_array_equal(back.score(new, fdr=0.1, explain="none")[0]["p_value"], scored["p_value"])
+    # One run of 12 rows far out in both columns, each within a tenth of the others' spread.
+    batch = _farms(3000, np.random.default_rng(5), ranches=0.0)
+    run = np.arange(100, 112)
+    batch.loc[run, "land_ha"] = 180 + np.random.default_rng(6).normal(0, 0.05, 12).round(2)
+    batch.loc[run, "cattle"] = 150
+    tight = fit_table(batch, random_state=0, max_epochs=20)
+    assert tight.bands is None or tight.bands.partner is None or (tight.bands.partner < 0).all()
+
+
+@pytest.mark.slow
+def test_far_values_of_two_columns_that_follow_each_other_or_of_many_rows_make_no_partner_band() -> None:
+    """A partner vouches for a far mode only where the two columns do not follow each other in
+    the other rows and the mode is a few rows: big transfers are far in packets and bytes because
+    bytes follow packets in every flow (a transfer exfiltrating data is as far in both), and a
+    third of the flows below a gap in bytes, all on one port, are the column's bulk."""
+    rng = np.random.default_rng(11)
+    n = 3000
+    packets = np.round(np.exp(rng.normal(2.5, 1.0, n)))
+    big = rng.choice(n, 15, replace=False)
+    packets[big] = np.round(np.exp(rng.uniform(9.0, 11.0, 15)))
+    small = rng.random(n) < 0.35
+    port = np.where(small, 53.0, rng.choice([80.0, 443.0, 8080.0], n))
+    size = np.where(small, rng.uniform(60, 120, n), rng.uniform(500, 1500, n))
+    df = pd.DataFrame({"packets": packets, "bytes": np.round(packets * size), "port": port,
+                       "seconds": np.round(rng.gamma(2.0, 1.0, n), 2)})  # fmt: skip
+    model = fit_table(df, random_state=0, max_epochs=20)
+    assert model.bands is None or model.bands.partner is None or (model.bands.partner < 0).all()

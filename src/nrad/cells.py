@@ -556,31 +556,68 @@ class Bands:
     """The bands of numeric columns that a table vouches for (:func:`far_bands`): per band its
     numeric feature, its side (+1 above the rest of the column, -1 below) and where it begins
     (``bound``, in the table's units: above its gap to the column's other values, see
-    :func:`_band_start`).
+    :func:`_band_start`); and the partner column whose far values go with it (``partner``, -1:
+    none), on its side from its bound (``partner_side``, ``partner_bound``).
 
     A row's cell lies in a band when its value is at or beyond the band's
     bound and an exact relation its row keeps vouches for it
-    (:meth:`nrad.identities.Identities.kept`): new rows are read as the
+    (:meth:`nrad.identities.Identities.kept`), or its value in the partner
+    column lies at or beyond the partner's bound: new rows are read as the
     training rows were, a stay of four weeks whose tax and total are its
     four weeks' as one of the band, a stay typed as 40 nights (its tax and
-    total those of 4) not.
+    total those of 4) not; a ranch of 300 hectares with its 200 head of
+    cattle as one of the ranches, 300 hectares typed for 3 beside 4 cows not.
     """
 
     feature: np.ndarray
     side: np.ndarray
     bound: np.ndarray
+    partner: np.ndarray | None = None
+    partner_side: np.ndarray | None = None
+    partner_bound: np.ndarray | None = None
 
     def mask(self, values: np.ndarray, vouched: np.ndarray) -> np.ndarray:
         """(n, p) True where a row's cell lies in a band: ``values`` (n, p) in the table's units,
         ``vouched`` (n, p) the cells an identity their row keeps vouches for."""
         out = np.zeros(values.shape, dtype=bool)
+        partners = self._partners()
         with np.errstate(invalid="ignore"):
-            for j, side, bound in zip(self.feature, self.side, self.bound, strict=True):
-                out[:, j] |= (side * values[:, j] >= side * bound) & vouched[:, j]
+            for j, side, bound, (k, k_side, k_bound) in zip(
+                self.feature, self.side, self.bound, partners, strict=True
+            ):
+                why = vouched[:, j] if k < 0 else vouched[:, j] | (k_side * values[:, k] >= k_side * k_bound)
+                out[:, j] |= (side * values[:, j] >= side * bound) & why
         return out
 
+    def partnered(self, values: np.ndarray, vouched: np.ndarray) -> np.ndarray:
+        """(n, p) the cells of :meth:`mask` in a band with a partner column: read among the band's
+        rows alone, they calibrate none of their column's tests for new rows (a farm's hectares
+        typed as square metres, 25,000 where ranches end at 400, is far beyond the farms' tail,
+        and not beyond one that the ranches' 400 drew out)."""
+        partners = np.array([k >= 0 for k, _, _ in self._partners()], dtype=bool)
+        if not partners.any():
+            return np.zeros(values.shape, dtype=bool)
+        return Bands(
+            self.feature[partners], self.side[partners], self.bound[partners],
+            *(x if x is None else x[partners] for x in (self.partner, self.partner_side, self.partner_bound)),
+        ).mask(values, vouched)  # fmt: skip
+
+    def _partners(self) -> list[tuple[int, int, float]]:
+        if self.partner is None:
+            return [(-1, 1, 0.0)] * len(self.feature)
+        assert self.partner_side is not None and self.partner_bound is not None
+        return list(
+            zip(self.partner.tolist(), self.partner_side.tolist(), self.partner_bound.tolist(), strict=True)
+        )
+
     def to_state(self, prefix: str) -> dict[str, np.ndarray]:
-        return {f"{prefix}{name}": np.asarray(getattr(self, name)) for name in ("feature", "side", "bound")}
+        partners = np.asarray(self._partners(), dtype=np.float64).reshape(-1, 3)
+        return {
+            **{f"{prefix}{name}": np.asarray(getattr(self, name)) for name in ("feature", "side", "bound")},
+            f"{prefix}partner": partners[:, 0].astype(np.int64),
+            f"{prefix}partner_side": partners[:, 1].astype(np.int64),
+            f"{prefix}partner_bound": partners[:, 2],
+        }
 
     @classmethod
     def from_state(cls, arrays: dict[str, np.ndarray], prefix: str, p: int) -> Bands:
@@ -591,7 +628,18 @@ class Bands:
             raise ValueError("bands must have a side and a finite bound per feature")
         if ((feature < 0) | (feature >= p)).any() or not np.isin(side, (-1, 1)).all():
             raise ValueError(f"bands must name numeric features 0 to {p - 1}, each on side -1 or +1")
-        return cls(feature, side, bound)
+        if f"{prefix}partner" not in arrays:  # a file of version 17 to 24: no partners
+            return cls(feature, side, bound)
+        partner = np.asarray(arrays[f"{prefix}partner"], dtype=np.int64).reshape(-1)
+        partner_side = np.asarray(arrays[f"{prefix}partner_side"], dtype=np.int64).reshape(-1)
+        partner_bound = np.asarray(arrays[f"{prefix}partner_bound"], dtype=np.float64).reshape(-1)
+        if not len(partner) == len(partner_side) == len(partner_bound) == len(feature):
+            raise ValueError("bands must have a partner, its side and its bound per feature")
+        if ((partner < -1) | (partner >= p)).any() or not np.isin(partner_side, (-1, 1)).all():
+            raise ValueError(f"band partners must be numeric features 0 to {p - 1} or -1, on side -1 or +1")
+        if not np.isfinite(partner_bound).all():
+            raise ValueError("band partners must have finite bounds")
+        return cls(feature, side, bound, partner, partner_side, partner_bound)
 
 
 def far_bands(
@@ -632,30 +680,165 @@ def far_bands(
     row scores' tails read apart (:func:`nrad.evidence.level_shifts`): a row of
     the band that stands out among its rows still stands out.
     """
-    found: list[tuple[int, int, float]] = []
+    found: list[tuple[int, int, float, int, int, float]] = []
+    ranked: dict[tuple[int, int], np.ndarray] = {}  # each column's sorted values, read once
     for j in range(tests.n_features):
         for side, tail in ((1, tests.column_upper[j]), (-1, tests.column_lower[j])):
             statistic = columns[:, j] if side > 0 else tests.column_low(j, columns[:, j])
-            held = tail.left_out(statistic)
-            top = shared is not None and not held.any()
+            left = tail.left_out(statistic)
+            top = shared is not None and not left.any()
             if top:
                 assert shared is not None
                 finite = np.isfinite(statistic)
                 if not finite.any():
                     continue
                 cut = np.quantile(statistic[finite], 1.0 - CELL_TRIM[0])
-                held = shared[:, j] & finite & (np.where(finite, statistic, -np.inf) >= cut)
-            held &= vouched[:, j]
+                left = shared[:, j] & finite & (np.where(finite, statistic, -np.inf) >= cut)
             if off is not None:
-                held &= ~off[:, j]
+                left &= ~off[:, j]
+            held = left & vouched[:, j]
             if held.sum() >= SEGMENT_MIN_ROWS:
                 start = _band_start(side * values[:, j], held, within=top)
                 if np.isfinite(start):
-                    found.append((j, side, float(side * start)))
+                    found.append((j, side, float(side * start), -1, 1, 0.0))
+                continue
+            if top or not left.any():
+                continue
+            # The tail leaves out the far end of a second mode, not all of it: the mode begins where
+            # the gap does (_band_start), and its rows are those the partner is sought for.
+            with np.errstate(invalid="ignore"):
+                mode = side * values[:, j] >= _band_start(side * values[:, j], left)
+            partner = _partner(mode if off is None else mode & ~off[:, j], j, values, columns[:, j], ranked)
+            if partner is not None:
+                k, k_side, rows = partner
+                start = side * _gap_middle(side * values[:, j], rows)
+                found.append((j, side, start, k, k_side, k_side * _gap_middle(k_side * values[:, k], rows)))
     if not found:
         return None
-    feature, side, bound = (np.asarray(x) for x in zip(*found, strict=True))
-    return Bands(feature.astype(np.int64), side.astype(np.int64), bound.astype(np.float64))
+    feature, side, bound, partner, partner_side, partner_bound = (
+        np.asarray(x) for x in zip(*found, strict=True)
+    )
+    return Bands(
+        feature.astype(np.int64), side.astype(np.int64), bound.astype(np.float64),
+        partner.astype(np.int64), partner_side.astype(np.int64), partner_bound.astype(np.float64),
+    )  # fmt: skip
+
+
+#: Rows of a band vouched for by a partner column: at least this many (an error typed into one
+#: column of a row leaves the row's other columns where they were; two of a kind in a table of
+#: 20 errors, each in a column of its own, make no pair) ...
+PARTNER_MIN_ROWS = 5
+#: ... among the column's far values whose rows hold the partner's far values as well: those in
+#: twice as many of the partner's farthest rows on one side, more than chance puts there at this
+#: level (hypergeometric) ...
+PARTNER_LEVEL = 1e-6
+#: ... and spread over their column at least this share of the column's other values' spread
+#: (interquartile ranges of the shaped values): one run of a miscalibrated machine is tight, a
+#: second mode of the table is not.
+PARTNER_SPREAD = 0.25
+#: ... between two columns that the column's other rows do not follow each other in (their rank
+#: correlation at most this): where they do, as a flow's packets and bytes do in every row, the
+#: far values of one hold the other's by that relation alone, and a transfer exfiltrating data is
+#: as far in both as the big transfers are.
+PARTNER_MAX_CORRELATION = 0.5
+#: ... and a band of a few rows: at most this share of the table's rows (what a column's trimmed
+#: tail may leave out, ``CELL_TRIM``).  The small flows below a gap in bytes, 1,123 of 3,000 on
+#: ports below 283, are the column's bulk, not a second kind of row, and bytes written in
+#: kilobytes hid among them.
+PARTNER_MAX_SHARE = CELL_TRIM[0]
+
+
+def _partner(
+    left: np.ndarray,
+    j: int,
+    values: np.ndarray,
+    column: np.ndarray,
+    ranked: dict[tuple[int, int], np.ndarray] | None = None,
+) -> tuple[int, int, np.ndarray] | None:
+    """The partner of the far values ``left`` (n, bool) of column ``j``: the other column whose
+    farthest rows on one side hold them beyond chance (``PARTNER_LEVEL``; ``values``: the table's
+    units), its side, and the rows of the band (``left`` held there); None: no partner, or the
+    rows are too few (``PARTNER_MIN_ROWS``), too many (``PARTNER_MAX_SHARE``) or too tight
+    (``PARTNER_SPREAD``; ``column``: column ``j``'s shaped values; ``ranked``: the columns' sorted
+    signed values by (column, side), filled as they are read), or the two columns follow each other
+    in the other rows (``PARTNER_MAX_CORRELATION``).
+
+    Ranches of 50 to 400 hectares, 8 to 13 in a survey of 3,000 households
+    whose farms hold 0 to 6, are beyond any tail the other farms allow, and
+    no relation vouches for them; but each keeps its 40 to 300 head of
+    cattle where the others keep 0 to 9, and 5 of them among the 16 rows of
+    the largest herds is a one-in-a-billion chance for rows drawn at random.
+    Errors typed into one cell leave the row's other cells as they were."""
+    from scipy.stats import hypergeom
+
+    rows = np.flatnonzero(left)
+    too_many = len(rows) > PARTNER_MAX_SHARE * len(column)
+    if len(rows) < PARTNER_MIN_ROWS or too_many or not _spread_enough(column, left):
+        return None
+    ranked = {} if ranked is None else ranked
+    best: tuple[float, int, int, np.ndarray] | None = None
+    for k in range(values.shape[1]):
+        if k == j:
+            continue
+        for k_side in (1, -1):
+            if (k, k_side) not in ranked:
+                x = k_side * values[:, k]
+                ranked[(k, k_side)] = np.sort(x[np.isfinite(x)])
+            order = ranked[(k, k_side)]
+            top = min(2 * len(rows), len(order))
+            if top < PARTNER_MIN_ROWS:
+                continue
+            # Ties at the cut count as far (a count's value many rows hold is no rank among them),
+            # but not a value at or below the column's median (a column mostly at one value).
+            cut = max(float(order[-top]), float(np.nextafter(np.median(order), np.inf)))
+            with np.errstate(invalid="ignore"):
+                held = rows[k_side * values[rows, k] >= cut]
+            if len(held) < PARTNER_MIN_ROWS:
+                continue
+            n_far = len(order) - int(np.searchsorted(order, cut, side="left"))
+            chance = float(hypergeom.sf(len(held) - 1, len(order), n_far, len(rows)))
+            if chance <= PARTNER_LEVEL and (best is None or chance < best[0]) and _apart(values, j, k, left):
+                best = (chance, k, k_side, held)
+    if best is None:
+        return None
+    _, k, k_side, held = best
+    band = np.zeros(len(left), dtype=bool)
+    band[held] = True
+    return k, k_side, band
+
+
+def _apart(values: np.ndarray, j: int, k: int, mode: np.ndarray) -> bool:
+    """Whether columns ``j`` and ``k`` of ``values`` (the table's units) follow each other so
+    little in the rows outside ``mode`` (their far mode) that the mode's holding the far values of
+    both tells of a second kind of row (``PARTNER_MAX_CORRELATION``): so a household's land and its
+    herd, rank correlation 0.42 among the farms; not a flow's packets and bytes, 0.96."""
+    from scipy.stats import spearmanr
+
+    rest = ~mode & np.isfinite(values[:, j]) & np.isfinite(values[:, k])
+    if rest.sum() < 3:
+        return False
+    rho = float(spearmanr(values[rest, j], values[rest, k])[0])
+    return bool(np.isfinite(rho) and abs(rho) <= PARTNER_MAX_CORRELATION)
+
+
+def _gap_middle(x: np.ndarray, held: np.ndarray) -> float:
+    """The middle of the gap below the band ``held`` of the values ``x`` (signed so that the band
+    lies above; see :func:`_band_start`): a partner band's bound for new rows, which a new ranch
+    of 54 hectares, where the training ranches began at 64 and the farms ended at 6, reaches."""
+    start = _band_start(x, held)
+    below = x[np.isfinite(x) & (x < start)]
+    return float(start if not len(below) else (start + np.max(below)) / 2.0)
+
+
+def _spread_enough(column: np.ndarray, rows: np.ndarray) -> bool:
+    """Whether the values of ``rows`` spread over ``column`` (shaped values, NaN absent) at least
+    ``PARTNER_SPREAD`` of what its other values spread (interquartile ranges)."""
+    inside, rest = column[rows], column[~rows]
+    inside, rest = inside[np.isfinite(inside)], rest[np.isfinite(rest)]
+    if len(inside) < PARTNER_MIN_ROWS or len(rest) < PARTNER_MIN_ROWS:
+        return False
+    iqr = lambda x: float(np.subtract(*np.percentile(x, [75, 25])))  # noqa: E731
+    return iqr(inside) >= PARTNER_SPREAD * iqr(rest)
 
 
 #: A band read from a column's top share (see far_bands) begins at a gap this many times the usual

@@ -41,6 +41,9 @@ from nrad.preprocess import TableSchema
 from nrad.table import MAX_CELL_FEATURES, TableModel
 
 FORMAT = "nrad-model"
+#: Version 25: a band may be vouched for by a partner column whose far values go with it
+#: (``bands.partner``, ``bands.partner_side``, ``bands.partner_bound``: a ranch's herd with its
+#: land); a file of version 9 to 24 still reads, its bands without partners.
 #: Version 24: a numeric column written with its unit ("70.5 kg") or on a clock ("0:31:48") keeps how
 #: it is written (``units``, ``unit``, ``clock`` of its plan in the schema), and a datetime may be
 #: numbers counted since 1970 (format ``epoch:s`` and the like); a file of version 9 to 23 still
@@ -91,8 +94,8 @@ FORMAT = "nrad-model"
 #: each cell tested by its residual and by its value in context), lattice walls, the robust
 #: Gaussian's sparse columns (p-values of earlier versions were calibrated differently: those
 #: files must be refitted).
-FORMAT_VERSION = 24
-READS_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24)
+FORMAT_VERSION = 25
+READS_VERSIONS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25)
 MANIFEST, TENSORS = "manifest.json", "tensors.safetensors"
 MAX_MANIFEST_BYTES = 16 * 2**20
 MAX_TENSOR_BYTES = 2 * 2**30

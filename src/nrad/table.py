@@ -847,13 +847,16 @@ def fit_table(
         alike = members.copy()
         alike[:, MEMBERS.index("neighbours") - 1] = model.fusion.training_neighbours(z)
         new_scores = model.fusion.combine(density, alike, new_rows=True)
+    calibrating = residuals, values, spread
+    if bands is not None and model.bands is not None and residuals is not None:
+        # A partner band's cells calibrate no test of their column for new rows (Bands.partnered).
+        partnered = model.bands.partnered(in_units, kept) & bands
+        calibrating = tuple(np.where(partnered, np.nan, x) for x in (residuals, values, spread))
     model.tails = ChannelTails.fit(
         new_scores,
         density if fused else None,
         distances,
-        residuals,
-        values,
-        spread,
+        *calibrating,
         bands=bands,
         ratios=ratios,
     )
