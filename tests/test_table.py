@@ -180,6 +180,21 @@ def test_a_broken_batch_fitted_on_itself_does_not_teach_the_flows_its_mode() -> 
     assert scored["flagged"].sum() - planted["flagged"].sum() <= 2
 
 
+@pytest.mark.slow
+def test_a_broken_batch_of_five_percent_of_the_rows_is_flagged_whole() -> None:
+    """A miscalibrated run of 150 parts in 3,000 stands apart in the robust distance, tight: the
+    in-sample tails left out its top 2% only, fitted the other 90 as their tail and put every one
+    back (none flagged).  No in-sample row tail is fitted to such a cluster now."""
+    from nrad.synthetic import make_batch_measurements
+
+    table = make_batch_measurements(3000, 150, random_state=1000)
+    model = fit_table(table.frame, id_column="part_id", random_state=0)
+    scored, _ = model.score(table.frame, fdr=0.1, explain="none", in_sample=True)
+    planted = scored.iloc[table.truth["row"]]
+    assert planted["flagged"].sum() >= 135
+    assert scored["flagged"].sum() - planted["flagged"].sum() <= 5
+
+
 def test_a_segment_standing_apart_is_no_cluster_of_anomalies() -> None:
     """Clean invoices: every US invoice charges no VAT (a rate of 0 where the others charge 19 to
     21), so the robust Gaussian leaves the US rows out and they stand apart by a gap.  They are a

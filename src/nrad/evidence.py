@@ -125,6 +125,7 @@ class ChannelTails:
         bands: np.ndarray | None = None,
         in_context: np.ndarray | None = None,
         ratios: Ratios | None = None,
+        batch_rows: np.ndarray | None = None,
     ) -> ChannelTails:
         """From the training rows' out-of-fold statistics (None: no such channel).  ``cluster``:
         in sample, the distance's tail may leave out a tight cluster standing apart (False: only
@@ -143,22 +144,36 @@ class ChannelTails:
         (:class:`BandFloor`).  ``in_context``: the cells whose value many rows of their context
         share, which no value-in-context test's trim leaves out (see
         :meth:`NumericCellTests.fit`; None: ``shared``).  ``ratios``: the columns whose lowest values
-        are read in ratios (:class:`nrad.cells.Ratios`)."""
+        are read in ratios (:class:`nrad.cells.Ratios`).  ``batch_rows``: in sample, the rows of a
+        tight cluster standing apart (``apart``): where they are more than a row score's trim
+        (``SCORE_TRIM``) leaves out, no row tail is fitted to them."""
         light = in_sample and apart and not small
         trim = (lambda share: share) if in_sample else (lambda share: None)  # noqa: E731
-        row, row_shift = _stratified(scores, trim(SCORE_TRIM), MAX_SHAPE, strata, bands)
+        # A broken batch larger than a row score's trim: the trim would leave out its top rows
+        # only, fit the rest of it as the tail, and put every one back (research notes, section 69).
+        exclude = (
+            batch_rows
+            if in_sample and batch_rows is not None and batch_rows.sum() > SCORE_TRIM[0] * len(scores)
+            else None
+        )
+        row, row_shift = _stratified(scores, trim(SCORE_TRIM), MAX_SHAPE, strata, bands, exclude)
         density_tail, density_shift = (
             (None, None)
             if density is None
             else _stratified(
-                density, trim(SCORE_TRIM), DENSITY_MAX_SHAPE if light else MAX_SHAPE, strata, bands
+                density, trim(SCORE_TRIM), DENSITY_MAX_SHAPE if light else MAX_SHAPE, strata, bands, exclude
             )
         )
         distance_tail, distance_shift = (
             (None, None)
             if distances is None
             else _stratified(
-                distances, trim(DISTANCE_TRIM if cluster else SCORE_TRIM), CELL_MAX_SHAPE, strata, bands
+                distances,
+                trim(DISTANCE_TRIM if cluster else SCORE_TRIM),
+                CELL_MAX_SHAPE,
+                strata,
+                bands,
+                exclude,
             )
         )
 
@@ -331,17 +346,19 @@ def _stratified(
     max_shape: float,
     strata: np.ndarray | None,
     bands: np.ndarray | None = None,
+    exclude: np.ndarray | None = None,
 ) -> tuple[TailModel, np.ndarray | None]:
     """The tail of a row score, fitted with ``trim``, and what each row's score loses first (None:
     nothing) when the fit leaves most of a level's rows out, or any of a band's
-    (:func:`level_shifts`)."""
-    tail = TailModel.fit(scores, trim, max_shape)
+    (:func:`level_shifts`).  ``exclude``: rows fitted to no tail (None: none)."""
+    fitted = scores if exclude is None else np.where(exclude, np.nan, scores)
+    tail = TailModel.fit(fitted, trim, max_shape)
     if trim is None or strata is None or not tail.n_trimmed:
         return tail, None
     shift = level_shifts(scores, tail.left_out(scores), strata, bands)
     if shift is None:
         return tail, None
-    return TailModel.fit(scores - shift, trim, max_shape), shift
+    return TailModel.fit(fitted - shift, trim, max_shape), shift
 
 
 def level_shifts(

@@ -702,6 +702,7 @@ def fit_table(
     prep = Prepared(numeric.shape(enc.numeric), codes, enc.counts, enc.missing, far_dates=far)
     distances, spread, segment, batch, own_cell_tests, two_valued = None, None, False, False, None, None
     few_levels, bands, first, off, context_shared, ratios = None, None, None, None, None, None
+    apart: np.ndarray | None = None
     if enc.numeric.shape[1]:
         # Dequantized values (integers spread over their unit cell) train the flows; scoring
         # reads the values as they are.  Absent cells are filled with random observed values
@@ -875,6 +876,7 @@ def fit_table(
         cluster=batch,
         small=len(features) < FOLD_BANDS[0][0],
         apart=batch,
+        batch_rows=apart if batch else None,
         cell_tests=own_cell_tests,
         levels=two_valued,
         strata=_strata(codes, enc.numeric, two_valued, shared),
