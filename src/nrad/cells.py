@@ -797,7 +797,8 @@ def _partner(
                 continue
             n_far = len(order) - int(np.searchsorted(order, cut, side="left"))
             chance = float(hypergeom.sf(len(held) - 1, len(order), n_far, len(rows)))
-            if chance <= PARTNER_LEVEL and (best is None or chance < best[0]) and _apart(values, j, k, left):
+            better = best is None or chance < best[0]
+            if chance <= PARTNER_LEVEL and better and _unrelated(values, j, k, left):
                 best = (chance, k, k_side, held)
     if best is None:
         return None
@@ -807,7 +808,7 @@ def _partner(
     return k, k_side, band
 
 
-def _apart(values: np.ndarray, j: int, k: int, mode: np.ndarray) -> bool:
+def _unrelated(values: np.ndarray, j: int, k: int, mode: np.ndarray) -> bool:
     """Whether columns ``j`` and ``k`` of ``values`` (the table's units) follow each other so
     little in the rows outside ``mode`` (their far mode) that the mode's holding the far values of
     both tells of a second kind of row (``PARTNER_MAX_CORRELATION``): so a household's land and its
@@ -837,8 +838,9 @@ def _spread_enough(column: np.ndarray, rows: np.ndarray) -> bool:
     inside, rest = inside[np.isfinite(inside)], rest[np.isfinite(rest)]
     if len(inside) < PARTNER_MIN_ROWS or len(rest) < PARTNER_MIN_ROWS:
         return False
-    iqr = lambda x: float(np.subtract(*np.percentile(x, [75, 25])))  # noqa: E731
-    return iqr(inside) >= PARTNER_SPREAD * iqr(rest)
+    from scipy.stats import iqr
+
+    return float(iqr(inside)) >= PARTNER_SPREAD * float(iqr(rest))
 
 
 #: A band read from a column's top share (see far_bands) begins at a gap this many times the usual
