@@ -780,7 +780,9 @@ def test_new_long_stays_are_read_among_the_bands_training_rows_and_a_typo_still_
 
 
 @pytest.mark.parametrize(("seed", "random_state"), [(10000, 0), (10004, 4)])
-def test_the_few_long_stays_of_a_small_table_are_a_band_and_a_typo_is_flagged(seed: int, random_state: int) -> None:
+def test_the_few_long_stays_of_a_small_table_are_a_band_and_a_typo_is_flagged(
+    seed: int, random_state: int
+) -> None:
     """500 hotel bookings with no errors hold four or five stays of three to four weeks, where
     the rest stay one to fifteen nights; their tax and total are their nights', to the cent.  A
     band needed ten such cells, and three of the four (seed 10000) and one of the five were
