@@ -485,8 +485,10 @@ class Dependency:
         if sets is not None:
             # As above: a level that DEPENDENCY_MIN_ROWS rows break binds nothing.
             binding = binding & (rows - _kept(present, *sets) < DEPENDENCY_MIN_ROWS)
-        if sets is None or binding.sum() < 2 or not _holds(
-            present, *sets, rows, binding, DEPENDENCY_LOOSE, _excluding(*sets, binding)
+        if (
+            sets is None
+            or binding.sum() < 2
+            or not _holds(present, *sets, rows, binding, DEPENDENCY_LOOSE, _excluding(*sets, binding))
         ):
             return None
         binding = binding & (rows >= DEPENDENCY_SET_MIN_ROWS)

@@ -97,8 +97,10 @@ def repair(model: TableModel, prep: Prepared, folds: np.ndarray | None = None) -
         empty = np.zeros((0, n_cols))
         return Repair(empty, empty.astype(int), empty.astype(int), empty, empty)
     return Repair(
-        *(np.concatenate([getattr(p, f) for p in parts])
-          for f in ("gains", "kind", "feature", "value", "lead"))  # fmt: skip
+        *(
+            np.concatenate([getattr(p, f) for p in parts])
+            for f in ("gains", "kind", "feature", "value", "lead")
+        )  # fmt: skip
     )
 
 
@@ -231,7 +233,7 @@ def _credit_pairs(
     the better repair, and the amount leads it.
     """
     grid = model.numeric.grid
-    n, g = len(z), grid.shape[1]
+    g = grid.shape[1]
     sources = model.schema.numeric_sources
     lead = gains.copy()
     if len(model.numeric.related) == 0:
@@ -309,7 +311,8 @@ def _trial_scores(
             trials.append(trial)
             if folds is not None:
                 trial_folds.append(np.repeat(folds[rows], len(values)))
-        scores = model.flow_score(np.concatenate(trials), None if folds is None else np.concatenate(trial_folds))
+        trial_fold = None if folds is None else np.concatenate(trial_folds)
+        scores = model.flow_score(np.concatenate(trials), trial_fold)
         ends = np.cumsum([len(rows) * len(values) for _, values, rows in batch])[:-1]
         for (features, values, rows), part in zip(batch, np.split(scores, ends), strict=True):
             yield (features, values, rows), part.reshape(len(rows), len(values))

@@ -353,7 +353,9 @@ class Fusion:
         """Rebuild from :meth:`to_state`; refuse arrays that do not fit ``n_folds`` folds of ``d`` numbers."""
         references = [np.asarray(arrays[f"{prefix}reference{k}"], dtype=np.float64) for k in range(n_folds)]
         if any(r.ndim != 2 or r.shape[1] != d or len(r) == 0 for r in references):
-            raise ValueError(f"fusion reference rows do not have the {d} numeric features of the numeric model")
+            raise ValueError(
+                f"fusion reference rows do not have the {d} numeric features of the numeric model"
+            )
         forests = [IsolationTrees.from_arrays(arrays, f"{prefix}forest{k}.", d) for k in range(n_folds)]
         center, spread = (np.asarray(meta[a], dtype=np.float64) for a in ("center", "spread"))
         if center.shape != (len(MEMBERS),) or spread.shape != (len(MEMBERS),) or np.any(spread <= 0):

@@ -404,7 +404,8 @@ class NumericModel:
         names = ("magnitude", "exponent", "clip", "tail_weight", "parent", "fallback", "discrete", "n_values")
         for name in names:
             if getattr(got, name).shape != (p,):
-                raise ValueError(f"numeric model {name} has shape {getattr(got, name).shape}, expected ({p},)")
+                shape = getattr(got, name).shape
+                raise ValueError(f"numeric model {name} has shape {shape}, expected ({p},)")
         if got.grid.shape != (p, GRID):
             raise ValueError(f"numeric model grid has shape {got.grid.shape}, expected ({p}, {GRID})")
         return got
@@ -950,4 +951,6 @@ def _level_spike(values: np.ndarray) -> np.ndarray:
     piled = counts[low : high + 1].sum() >= LEVEL_SPIKE_SHARE * len(values) and np.all(
         beside <= LEVEL_PILE_RATIO * counts[low : high + 1].min()
     )
-    return np.isin(values, distinct[low : high + 1]) if piled and len(values) > 1 else np.zeros(len(values), bool)
+    if not piled or len(values) <= 1:
+        return np.zeros(len(values), bool)
+    return np.isin(values, distinct[low : high + 1])

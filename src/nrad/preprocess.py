@@ -688,7 +688,8 @@ def normalize_numbers(text: pd.Series, number_format: str) -> pd.Series:
     # Only separators that group thousands go: "1,5" in a column of decimal points stays
     # unreadable (a parse failure, counted), not fifteen.
     if number_format == ",":
-        out = out.str.replace(r"(?<=\d)\.(?=\d{3}(?:\D|$))", "", regex=True).str.replace(",", ".", regex=False)
+        out = out.str.replace(r"(?<=\d)\.(?=\d{3}(?:\D|$))", "", regex=True)
+        out = out.str.replace(",", ".", regex=False)
     else:
         out = out.str.replace(r"(?<=\d),(?=\d{3}(?:\D|$))", "", regex=True)
     return out.where(~negative, "-" + out)
@@ -705,8 +706,19 @@ _DATE_LIKE = (
 #: Date formats tried besides pandas' guesses (which miss a 12-hour clock and two-digit years).
 EXPORT_DATE_FORMATS = tuple(
     f"{date}{clock}"
-    for date in ("%m/%d/%Y", "%d/%m/%Y", "%m/%d/%y", "%d/%m/%y", "%d.%m.%y", "%d-%b-%Y", "%d-%b-%y",
-                 "%d %b %Y", "%b %d, %Y", "%d %B %Y", "%B %d, %Y")  # fmt: skip
+    for date in (
+        "%m/%d/%Y",
+        "%d/%m/%Y",
+        "%m/%d/%y",
+        "%d/%m/%y",
+        "%d.%m.%y",
+        "%d-%b-%Y",
+        "%d-%b-%y",
+        "%d %b %Y",
+        "%b %d, %Y",
+        "%d %B %Y",
+        "%B %d, %Y",
+    )  # fmt: skip
     for clock in ("", " %I:%M %p", " %I:%M:%S %p", " %H:%M", " %H:%M:%S")
 )
 
@@ -867,8 +879,10 @@ EPOCH_UNITS = {
 }
 #: What a numeric column's time format reads (:func:`numeric_time_format`), as a note says it.
 _NUMERIC_TIMES = {
-    **{f"epoch:{unit}": f"times ({called} since 1970, as Unix counts)"
-       for unit, (called, _, _) in EPOCH_UNITS.items()},
+    **{
+        f"epoch:{unit}": f"times ({called} since 1970, as Unix counts)"
+        for unit, (called, _, _) in EPOCH_UNITS.items()
+    },
     "epoch:excel": "dates (days since 1899-12-30, as spreadsheets count)",
     "%Y%m%d": "dates written YYYYMMDD",
 }

@@ -918,8 +918,10 @@ def make_lab_panel(
     ward = rng.choice(8, size=n, p=[0.2, 0.15, 0.12, 0.08, 0.1, 0.05, 0.22, 0.08])
     sex = rng.choice(["F", "M"], size=n)
     male = sex == "M"
-    collected = pd.Timestamp("2023-01-01") + pd.to_timedelta(rng.integers(0, 365, n), "D") + pd.to_timedelta(
-        np.clip(rng.normal(9.5, 2.0, n), 5, 22) * 3600, "s"
+    collected = (
+        pd.Timestamp("2023-01-01")
+        + pd.to_timedelta(rng.integers(0, 365, n), "D")
+        + pd.to_timedelta(np.clip(rng.normal(9.5, 2.0, n), 5, 22) * 3600, "s")
     )
     age = np.clip(rng.gamma(6.0, 9.0, n), 18, 99)
     age = np.where(wards[ward] == "geriatric", np.maximum(age, 70), age).round()
@@ -931,7 +933,9 @@ def make_lab_panel(
     loadings = world.normal(0, 1, (40, 5)) * (world.random((40, 5)) < 0.35)
     centre = world.uniform(-4.5, 9.0, 40)
     spread = world.uniform(0.12, 0.5, 40)
-    analytes = np.exp(centre + spread * (factors @ loadings.T * 0.6 + rng.normal(size=(n, 40))) + 0.1 * male[:, None])
+    analytes = np.exp(
+        centre + spread * (factors @ loadings.T * 0.6 + rng.normal(size=(n, 40))) + 0.1 * male[:, None]
+    )
     names = [f"lab_{k:02d}" for k in range(40)]
     hdl = np.exp(np.log(55) - 0.15 * male + 0.2 * factors[:, 3] + rng.normal(0, 0.2, n))
     trig = np.exp(np.log(130) + 0.35 * factors[:, 3] + rng.normal(0, 0.35, n))
@@ -939,7 +943,8 @@ def make_lab_panel(
     total = np.maximum(total, hdl + trig / 5 + 30)
     ldl = total - hdl - trig / 5
     conditions = {
-        name: rng.random(n) < 1 / (1 + np.exp(-(world.normal(-1.5, 0.8) + 0.6 * factors[:, k % 5] + 0.02 * (age - 55))))
+        name: rng.random(n)
+        < 1 / (1 + np.exp(-(world.normal(-1.5, 0.8) + 0.6 * factors[:, k % 5] + 0.02 * (age - 55))))
         for k, name in enumerate(
             ["diabetes", "hypertension", "ckd", "copd", "asthma", "cad", "chf", "afib", "stroke", "cancer",
              "depression", "obesity", "osteoporosis", "thyroid", "liver_disease"]
@@ -974,7 +979,9 @@ def make_lab_panel(
         "pack_years": np.where(rng.random(n) < 0.3, np.round(rng.gamma(2.5, 8.0, n), 1), 0.0),
         "icu_hours": icu,
         "transfused_units": transfused,
-        "hematocrit_pct": np.clip(np.where(male, 45, 40) + 3 * factors[:, 4] + rng.normal(0, 2, n), 20, 60).round(1),
+        "hematocrit_pct": np.clip(
+            np.where(male, 45, 40) + 3 * factors[:, 4] + rng.normal(0, 2, n), 20, 60
+        ).round(1),
         "oxygen_sat_pct": np.clip(100 - rng.gamma(1.5, 1.5, n), 80, 100).round(),
         "pain_score": np.clip(np.round(rng.gamma(1.2, 2.0, n)), 0, 10).astype(int),
         **{name: np.where(flag, "yes", "no") for name, flag in conditions.items()},
@@ -987,7 +994,9 @@ def make_lab_panel(
     rare = np.flatnonzero((icu > 0) | (transfused > 0))
     kinds = kinds or LAB_KINDS
     candidates = np.setdiff1d(np.arange(n), rare)
-    rows = np.sort(rng.choice(candidates, size=n_anomalies, replace=False)) if n_anomalies else np.zeros(0, int)
+    rows = (
+        np.sort(rng.choice(candidates, size=n_anomalies, replace=False)) if n_anomalies else np.zeros(0, int)
+    )
     measured = names[12:]  # never blanked by a ward
     records = []
     for k, row in enumerate(rows):
@@ -1055,7 +1064,9 @@ def make_meter_readings(
     season = np.cos((month - 1) / 12 * 2 * np.pi)  # 1 in January
     temp = world.uniform(6, 14, 6)[region] - 9 * season + rng.normal(0, 2.5, n)
     occupants = np.where(mtype == 0, 1 + rng.poisson(1.6, n), 0)
-    area = np.exp(np.where(mtype == 0, 4.5 + 0.15 * occupants, np.where(mtype == 1, 6.0, 7.5)) + rng.normal(0, 0.35, n))
+    area = np.exp(
+        np.where(mtype == 0, 4.5 + 0.15 * occupants, np.where(mtype == 1, 6.0, 7.5)) + rng.normal(0, 0.35, n)
+    )
     days = rng.integers(28, 34, n)
     base = np.where(mtype == 0, 2.2 + 1.6 * occupants, np.where(mtype == 1, 0.09, 0.25) * area)
     per_day = base * (1 + 0.03 * np.maximum(16 - temp, 0)) * np.exp(rng.normal(0, 0.25, n))
@@ -1079,7 +1090,9 @@ def make_meter_readings(
             "billing_days": days,
             "mean_temp_c": temp.round(1),
             "bill": bill.round(2),
-            "payment": rng.choice(["direct_debit", "card", "transfer", "cash"], size=n, p=[0.6, 0.2, 0.15, 0.05]),
+            "payment": rng.choice(
+                ["direct_debit", "card", "transfer", "cash"], size=n, p=[0.6, 0.2, 0.15, 0.05]
+            ),
         }
     )  # fmt: skip
     kinds = kinds or METER_KINDS
@@ -1296,7 +1309,8 @@ def make_bookings(
     nights = np.where(long_stay, rng.integers(21, 29, n), nights)
     arrival = pd.Timestamp("2024-01-01") + pd.to_timedelta(rng.integers(0, 366, n), "D")
     month = arrival.month.to_numpy()
-    season = np.where(resort, 1 + 0.4 * ((month >= 6) & (month <= 8)) + 0.25 * ((month == 12) | (month <= 2)), 1.0)
+    summer, winter = (month >= 6) & (month <= 8), (month == 12) | (month <= 2)
+    season = np.where(resort, 1 + 0.4 * summer + 0.25 * winter, 1.0)
     channel = rng.choice(["web", "agency", "phone", "corporate"], size=n, p=[0.55, 0.2, 0.1, 0.15])
     discount = np.where((channel == "corporate") & ~resort, 0.85, 1.0)
     rate = np.round(base[hotel, room] * season * discount * np.exp(rng.normal(0, 0.05, n)), 2)
@@ -1319,8 +1333,11 @@ def make_bookings(
             "total": total,
             "deposit": deposit,
             "breakfast": rng.choice(["yes", "no"], size=n, p=[0.6, 0.4]).astype(object),
-            "country": rng.choice(["DE", "NL", "FR", "UK", "US", "IT", "CH", "PL"], size=n,
-                                  p=[0.35, 0.15, 0.12, 0.1, 0.08, 0.08, 0.07, 0.05]).astype(object),  # fmt: skip
+            "country": rng.choice(
+                ["DE", "NL", "FR", "UK", "US", "IT", "CH", "PL"],
+                size=n,
+                p=[0.35, 0.15, 0.12, 0.1, 0.08, 0.08, 0.07, 0.05],
+            ).astype(object),  # fmt: skip
             "cancelled": np.where(rng.random(n) < 0.08, "yes", "no").astype(object),
         }
     )
@@ -2770,19 +2787,27 @@ def make_households(
             "year_built": built,
             "rooms": rooms,
             "floor_area_m2": area,
-            "roof": np.where(urban, rng.choice(["metal", "tile", "concrete"], n, p=[0.4, 0.3, 0.3]),
-                             rng.choice(["metal", "thatch", "tile"], n, p=[0.55, 0.35, 0.1])),  # fmt: skip
+            "roof": np.where(
+                urban,
+                rng.choice(["metal", "tile", "concrete"], n, p=[0.4, 0.3, 0.3]),
+                rng.choice(["metal", "thatch", "tile"], n, p=[0.55, 0.35, 0.1]),
+            ),  # fmt: skip
             "water_source": np.where(
-                urban, rng.choice(["piped", "borehole"], n, p=[0.85, 0.15]),
+                urban,
+                rng.choice(["piped", "borehole"], n, p=[0.85, 0.15]),
                 rng.choice(["piped", "well", "borehole", "surface"], n, p=[0.2, 0.35, 0.35, 0.1]),
             ),  # fmt: skip
-            "toilet": np.where(urban, rng.choice(["flush", "pit"], n, p=[0.8, 0.2]),
-                               rng.choice(["flush", "pit", "none"], n, p=[0.15, 0.7, 0.15])),  # fmt: skip
+            "toilet": np.where(
+                urban,
+                rng.choice(["flush", "pit"], n, p=[0.8, 0.2]),
+                rng.choice(["flush", "pit", "none"], n, p=[0.15, 0.7, 0.15]),
+            ),  # fmt: skip
             "electricity": np.where(electricity, "yes", "no"),
             "cooking_fuel": fuel,
             **assets,
-            "internet": np.where((assets["owns_phone"] == 1) & (rng.random(n) < 0.3 + 0.4 * urban), "yes",
-                                 "no"),  # fmt: skip
+            "internet": np.where(
+                (assets["owns_phone"] == 1) & (rng.random(n) < 0.3 + 0.4 * urban), "yes", "no"
+            ),  # fmt: skip
             **{k: money[k] for k in incomes},
             "total_income": sum(money[k] for k in incomes),
             "land_ha": land,
@@ -2893,7 +2918,8 @@ CAR_WORLD = 1886
 #: euros).  Ferrari is the rare make.
 CAR_MODELS = {
     "Volkswagen": (("Polo", "hatchback", 1.0, 19000), ("Golf", "hatchback", 1.5, 27000),
-                   ("Passat", "estate", 2.0, 38000), ("Tiguan", "suv", 2.0, 36000), ("ID.3", "hatchback", 0, 37000)),
+                   ("Passat", "estate", 2.0, 38000), ("Tiguan", "suv", 2.0, 36000),
+                   ("ID.3", "hatchback", 0, 37000)),
     "Toyota": (("Yaris", "hatchback", 1.5, 20000), ("Corolla", "sedan", 1.8, 28000),
                ("RAV4", "suv", 2.5, 38000), ("Hilux", "pickup", 2.4, 40000)),
     "Ford": (("Fiesta", "hatchback", 1.0, 18000), ("Focus", "hatchback", 1.5, 25000),
