@@ -650,7 +650,7 @@ def far_bands(
     off: np.ndarray | None = None,
     shared: np.ndarray | None = None,
 ) -> Bands | None:
-    """The bands of the training rows' cells: ``VOUCHED_MIN_ROWS`` or more cells on one side of a
+    """The bands of the training rows' cells: ``SEGMENT_MIN_ROWS`` or more cells on one side of a
     column that the column's own in-sample tail leaves out (``tests`` fitted trimmed to the values
     ``columns``, :meth:`NumericCellTests.left_out`), each ``vouched`` for by an exact relation its
     row keeps (:meth:`nrad.identities.Identities.kept`), the band beginning at its gap to the
@@ -697,7 +697,7 @@ def far_bands(
             if off is not None:
                 left &= ~off[:, j]
             held = left & vouched[:, j]
-            if held.sum() >= VOUCHED_MIN_ROWS:
+            if held.sum() >= SEGMENT_MIN_ROWS:
                 start = _band_start(side * values[:, j], held, within=top)
                 if np.isfinite(start):
                     found.append((j, side, float(side * start), -1, 1, 0.0))
@@ -724,12 +724,6 @@ def far_bands(
     )  # fmt: skip
 
 
-#: Cells of a band that exact relations vouch for: at least this many, not ``SEGMENT_MIN_ROWS``.
-#: Each keeps its row's identities (four weeks' tax and total, to the cent), which a value typed
-#: into one cell breaks, and they lie together beyond a gap: a second mode of a few rows.  In a
-#: table of 500 bookings three or four stays of three to four weeks are all the band there is,
-#: and asked for ten, each was flagged (the tables of four in five seeds).
-VOUCHED_MIN_ROWS = 3
 #: Rows of a band vouched for by a partner column: at least this many (an error typed into one
 #: column of a row leaves the row's other columns where they were; two of a kind in a table of
 #: 20 errors, each in a column of its own, make no pair) ...
