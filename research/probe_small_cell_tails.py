@@ -34,7 +34,7 @@ TABLES = [
     ("robustbase", "bushfire", [str(r) for r in [*range(7, 12), *range(32, 39)]]),
     ("robustbase", "coleman", ["3", "17", "18"]),
     ("robustbase", "education", ["50"]),
-    ("robustbase", "kootenay", ["4"]),
+    ("robustbase", "kootenay", ["1934"]),  # rows named by year: the fourth is 1934
     ("robustbase", "delivery", ["9", "22"]),
     ("carData", "Duncan", ["minister", "conductor", "RR.engineer", "reporter"]),
     ("robustbase", "hbk", [str(r) for r in range(1, 15)]),
