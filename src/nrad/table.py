@@ -420,8 +420,10 @@ class TableModel:
     def density_prepared(
         self, prep: Prepared, folds: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(density score per row in nats, the numeric z the flow saw with missing cells filled,
-        each cell's added score: see :meth:`numeric_z`, and the tail terms of the filled cells).
+        """(density score per row in nats, the numeric z with absent cells at the robust Gaussian's
+        fill (what the other members read: :meth:`fill`), each cell's added score: see
+        :meth:`numeric_z`, and the tail terms of the filled cells; a missing number is read by the
+        flows where they find its row most likely, :meth:`best_fill`).
 
         ``folds``: the rows are the training rows themselves, in order (see
         :meth:`training_folds`): each is read with its own counts left out of
@@ -429,9 +431,11 @@ class TableModel:
         """
         z, terms = self.numeric_z(prep.y, prep.codes, new_rows=folds is None)
         missing = np.isnan(z)
-        z = self.best_fill(self.fill(z, folds), missing & self.missing_numbers(prep), folds)
-        terms = terms + self.filled_terms(z, missing)
-        numeric = self.flow_score(z, folds) + terms.sum(axis=1)
+        z = self.fill(z, folds)
+        # The Gaussian's fill is the robust distance's best value; the flows' is searched for.
+        best = self.best_fill(z, self.missing_numbers(prep), folds)
+        terms = terms + self.filled_terms(best, missing)
+        numeric = self.flow_score(best, folds) + terms.sum(axis=1)
         own = prep.own_codes if folds is not None else None
         return -self.categories.log_terms(prep.codes, leave_out=own).sum(axis=1) + numeric, z, terms
 
