@@ -506,30 +506,3 @@ def test_a_date_far_from_the_training_dates_and_from_the_other_rows_scored_is_fl
     next_year.loc[9, "when"] = "2025-08-20"
     assert (model.score(next_year, fdr=0.1)[0]["p_value"] > 0).all()
     assert (model.score(new.iloc[:60], fdr=0.1)[0]["p_value"] > 0).all()
-
-
-def test_a_missing_weight_that_height_and_bmi_fix_is_read_where_they_put_it() -> None:
-    """Patients whose BMI is their weight over their height squared, to the tenth.  The tallest
-    heavy patients' weights are missing: filled at the robust Gaussian's conditional mean, a linear
-    guess that falls short at the far end of a product, the flows charged each row as a broken
-    BMI (here 5.4 to 5.9 nats above the same row with its weight written in; 37 to 39 against 17
-    to 18 in a clean table of 30,000 patients).  Read at the weight that suits the row best, a row
-    with a missing weight costs what its missing indicator says (here 3.5 nats) and little more."""
-    rng = np.random.default_rng(0)
-    n = 2000
-    sex = rng.choice(["F", "M"], n)
-    height = np.round(np.where(sex == "M", 178.0, 165.0) + rng.normal(0, 7, n), 1)
-    weight = np.round(np.exp(rng.normal(np.log(26.0), 0.15, n)) * (height / 100) ** 2, 1)
-    bmi = np.round(weight / (height / 100) ** 2, 1)
-    full = pd.DataFrame({"sex": sex, "height": height, "weight": weight, "bmi": bmi,
-                         "age": rng.integers(18, 90, n)})  # fmt: skip
-    far = np.argsort(-(height / height.std() + bmi / bmi.std()))[:3]
-    gone = np.union1d(far, rng.choice(n, 60, replace=False))
-    df = full.copy()
-    df.loc[gone, "weight"] = np.nan
-    model = fit_table(df, random_state=0, max_epochs=20)
-    folds = model.training_folds(n)
-    missing = model.density_prepared(model.prepare(df, "data"), folds)[0]
-    written = model.density_prepared(model.prepare(full, "data"), folds)[0]
-    charge = -np.log(len(gone) / n)  # what the missing indicator costs, about 3.5 nats
-    assert np.all(missing[far] - written[far] < charge + 1.0), (missing[far], written[far])

@@ -107,8 +107,6 @@ def repair(model: TableModel, prep: Prepared, folds: np.ndarray | None = None) -
 def _repair_chunk(model: TableModel, prep: Prepared, folds: np.ndarray | None) -> Repair:
     n, n_cols = len(prep.y), len(model.schema.columns)
     base, z, terms = model.density_prepared(prep, folds)
-    # Repairs are read against the density as scored: the missing numbers where the flows read them.
-    z = model.best_fill(z, model.missing_numbers(prep), folds)
     flow = model.flow_score(z, folds)
     numeric = flow + terms.sum(axis=1)  # the score's numeric part
     best = np.full((n, n_cols), np.inf)

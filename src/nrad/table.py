@@ -37,7 +37,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -100,12 +99,6 @@ MAX_FLOW_FEATURES = 128
 MAX_CELL_FEATURES = 128
 #: Fewer rows than this: refused.
 MIN_TABLE_ROWS = 10
-#: A number missing from the input is filled where the flows find its row most likely: searched
-#: along its own coordinate this many sd (of z) either side of the robust Gaussian's fill ...
-FILL_REACH = 3.0
-#: ... in this many golden-section steps (the interval shrinks 0.618 times a step: to a
-#: hundredth of an sd in 14).
-FILL_STEPS = 14
 #: Flows fitted, each on the rows outside one fold (each scores the rows it did not see): by table
 #: size, (below this many rows, this many folds), else CROSS_FIT_FOLDS.  Halves of a small table are
 #: too small to fit (an 80-row table of 19 numeric columns was refused with 2 folds); small tables
@@ -420,10 +413,8 @@ class TableModel:
     def density_prepared(
         self, prep: Prepared, folds: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(density score per row in nats, the numeric z with absent cells at the robust Gaussian's
-        fill (what the other members read: :meth:`fill`), each cell's added score: see
-        :meth:`numeric_z`, and the tail terms of the filled cells; a missing number is read by the
-        flows where they find its row most likely, :meth:`best_fill`).
+        """(density score per row in nats, the numeric z the flow saw with missing cells filled,
+        each cell's added score: see :meth:`numeric_z`, and the tail terms of the filled cells).
 
         ``folds``: the rows are the training rows themselves, in order (see
         :meth:`training_folds`): each is read with its own counts left out of
@@ -432,48 +423,10 @@ class TableModel:
         z, terms = self.numeric_z(prep.y, prep.codes, new_rows=folds is None)
         missing = np.isnan(z)
         z = self.fill(z, folds)
-        # The Gaussian's fill is the robust distance's best value; the flows' is searched for.
-        best = self.best_fill(z, self.missing_numbers(prep), folds)
-        terms = terms + self.filled_terms(best, missing)
-        numeric = self.flow_score(best, folds) + terms.sum(axis=1)
+        terms = terms + self.filled_terms(z, missing)
+        numeric = self.flow_score(z, folds) + terms.sum(axis=1)
         own = prep.own_codes if folds is not None else None
         return -self.categories.log_terms(prep.codes, leave_out=own).sum(axis=1) + numeric, z, terms
-
-    def missing_numbers(self, prep: Prepared) -> np.ndarray:
-        """(n, p) True where a numeric feature's input cell is missing (not at its column's spike,
-        which is absent from ``z`` too but a value the row holds)."""
-        return prep.missing[:, self.schema.numeric_sources]
-
-    def best_fill(self, z: np.ndarray, missing: np.ndarray, folds: np.ndarray | None = None) -> np.ndarray:
-        """``z`` (filled by :meth:`fill`) with each ``missing`` cell moved to where the flows score
-        its row best along that cell's own coordinate (``FILL_REACH``, ``FILL_STEPS``; one column
-        after another, each from the values the others were given).
-
-        The robust Gaussian's conditional mean is a linear guess, shrunk: where the row's other
-        numbers fix the missing one by a relation that is not linear (a weight given a height and
-        a BMI, the BMI a weight over a height squared), it falls short at the relation's far end
-        (a tall patient's weight 0.6 sd below it), and the flows, which learned the relation to
-        its rounding, charged the guess as a broken relation: 37 to 39 nats against 17 to 18 with
-        the weight written in, and three clean rows of 30,000 flagged.  A row's missing value is
-        unknown; its density is read at the value that suits it best (the fill is no worse than the
-        Gaussian's: that value is kept where the search finds nothing better).  Written by hand:
-        a golden-section search over many rows at once, one flow pass per step."""
-        if not self.detectors or not missing.any():
-            return z
-        z = z.copy()
-        for j in np.flatnonzero(missing.any(axis=0)):
-            rows = np.flatnonzero(missing[:, j])
-            fold = None if folds is None else folds[rows]
-            cost = partial(self._cost_along, z[rows], j, fold)
-            start = z[rows, j]
-            z[rows, j] = _golden_section(cost, start - FILL_REACH, start + FILL_REACH, start, FILL_STEPS)
-        return z
-
-    def _cost_along(self, z: np.ndarray, j: int, folds: np.ndarray | None, values: np.ndarray) -> np.ndarray:
-        """The flows' score of rows ``z`` with feature ``j`` at ``values``, and that value's tail term."""
-        trial = z.copy()
-        trial[:, j] = values
-        return self.flow_score(trial, folds) + self.numeric.tail_terms(trial)[:, j]
 
     def filled_terms(self, z: np.ndarray, missing: np.ndarray) -> np.ndarray:
         """The tail terms of the values that filled the ``missing`` cells of ``z`` (0 elsewhere)."""
@@ -1124,26 +1077,3 @@ def _fit_gaussians(
             RobustGaussian.fit(u[r], np.random.default_rng(seed + k), every[r]) for k, r in enumerate(rows)
         ]
     return fit_per_fold(hot_decked, absent, seen, model.folds, rows, seed)
-
-
-def _golden_section(
-    cost: Callable[[np.ndarray], np.ndarray], low: np.ndarray, high: np.ndarray, start: np.ndarray, steps: int
-) -> np.ndarray:
-    """Per entry, the least of ``cost`` (vectorized over entries) found by golden-section search in
-    ``[low, high]``, or ``start`` where the search ends no lower than it.  Written by hand: scipy's
-    scalar minimizers take one function at a time, and each call here is one pass of the flows
-    over all the rows searched."""
-    ratio = (np.sqrt(5.0) - 1.0) / 2.0
-    a, b = low.copy(), high.copy()
-    c, d = b - ratio * (b - a), a + ratio * (b - a)
-    cost_c, cost_d = cost(c), cost(d)
-    for _ in range(steps):
-        left = cost_c <= cost_d  # the least lies in [a, d]
-        a, b = np.where(left, a, c), np.where(left, d, b)
-        new_c, new_d = np.where(left, b - ratio * (b - a), d), np.where(left, c, a + ratio * (b - a))
-        fresh = cost(np.where(left, new_c, new_d))
-        cost_c, cost_d = np.where(left, fresh, cost_d), np.where(left, cost_c, fresh)
-        c, d = new_c, new_d
-    found = np.where(cost_c <= cost_d, c, d)
-    better = np.minimum(cost_c, cost_d) < cost(start)
-    return np.where(better, found, start)
