@@ -41,11 +41,7 @@ def main() -> None:
     folds = model.training_folds(len(table.frame))
     shares, residuals = {}, {}
     for relations in model.relations:
-        per_fold = []
-        for gaussian in relations.gaussians:
-            scatter = np.linalg.inv(gaussian.precision)
-            per_fold.append(np.sqrt(1.0 / (np.diag(gaussian.precision) * np.diag(scatter))))
-        shares[relations.reading] = np.max(per_fold, axis=0).round(3)
+        shares[relations.reading] = relations.sd_shares.round(3)
         shares[f"{relations.reading} counts"] = relations.holds if relations.reading != "z" else True
         u = relations.standardize(model.reading(relations.reading, prep.y, prep.codes, False))
         residuals[relations.reading] = model.per_fold(relations.gaussians, relations.residuals, u, folds)

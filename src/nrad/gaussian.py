@@ -386,18 +386,24 @@ class Relations:
         return cls(center, scale, bound, gaussians, reading)
 
     @cached_property
+    def sd_shares(self) -> np.ndarray:
+        """(p,) each column's conditional sd given the other columns as a share of its sd, the
+        largest over the folds' Gaussians (1 where a fold has no feature: nothing relates)."""
+        shares = np.zeros(len(self.center))
+        for gaussian in self.gaussians:
+            if gaussian.n_features == 0:
+                return np.ones(len(self.center))
+            scatter = np.linalg.inv(gaussian.precision)
+            # conditional variance 1 / precision_jj against the marginal scatter_jj
+            shares = np.maximum(shares, np.sqrt(1.0 / (np.diag(gaussian.precision) * np.diag(scatter))))
+        return shares
+
+    @cached_property
     def holds(self) -> np.ndarray:
         """(p,) whether each column has a relation in this reading: its conditional sd given the
         other columns at most ``RELATION_SD`` of its sd, under every fold's Gaussian (computed
         once: every scoring batch reads it)."""
-        held = np.ones(len(self.center), dtype=bool)
-        for gaussian in self.gaussians:
-            if gaussian.n_features == 0:
-                return np.zeros(len(self.center), dtype=bool)
-            scatter = np.linalg.inv(gaussian.precision)
-            # conditional variance 1 / precision_jj against the marginal scatter_jj
-            held &= 1.0 / (np.diag(gaussian.precision) * np.diag(scatter)) <= RELATION_SD**2
-        return held
+        return self.sd_shares <= RELATION_SD
 
     def standardize(self, y: np.ndarray) -> np.ndarray:
         """The numbers ``y`` as the Gaussians read them (NaN stays NaN)."""
